@@ -1,0 +1,12 @@
+"""Attention, one step at a time: every intermediate of self-, masked, multi-head and cross-attention.
+
+    from attention import Config, compute, presets
+    result = compute(Config())             # the Raschka tutorial's setting
+    result.weights[0]                      # (T_q, T_k) softmax weights of head 0
+"""
+
+from . import masks, presets
+from .config import Config, tokenize
+from .core import Result, compute
+
+__all__ = ["Config", "Result", "compute", "masks", "presets", "tokenize"]

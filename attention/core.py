@@ -1,0 +1,199 @@
+"""Attention one step at a time, and `compute`, which returns every intermediate.
+
+    queries = x_q @ W_query      keys = x_kv @ W_key      values = x_kv @ W_value
+    omega   = queries @ keys^T                    (unnormalised scores)
+    scaled  = omega / sqrt(d_k)                   (or / temperature, or unscaled)
+    masked  = scaled, -inf where the mask blocks
+    weights = softmax(masked, dim=-1)             (then dropout)
+    context = weights @ values                    (per head)
+    output  = concat(context) @ W_out + b_out     (when there is an output projection)
+
+Cross-attention is the general case: every function takes the query input and the
+key/value input separately; self-attention passes the same tensor twice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from . import masks
+from .config import Config
+from .weights import embed_keys, embed_queries, generator, projections
+
+
+def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """(T, h*d) -> (h, T, d): the view/transpose of nn.MultiheadAttention."""
+    t, hd = x.shape
+    return x.view(t, heads, hd // heads).transpose(0, 1)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(h, T, d) -> (T, h*d): heads concatenated along the features."""
+    h, t, d = x.shape
+    return x.transpose(0, 1).reshape(t, h * d)
+
+
+def project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, heads: int) -> torch.Tensor:
+    """x @ W (+ b), split into heads: (T, d_model) -> (h, T, d_head)."""
+    y = x @ w  # (T, h*d_head)
+    if b is not None:
+        y = y + b
+    return split_heads(y, heads)
+
+
+def scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """omega = Q K^T, one matrix per head."""
+    return queries @ keys.transpose(-2, -1)  # (h, T_q, T_k)
+
+
+def scale_factor(config: Config) -> float:
+    """The number omega is divided by: sqrt(d_k), the temperature, or 1."""
+    if config.scale == "sqrt":
+        return math.sqrt(config.head_dims[0])
+    if config.scale == "temperature":
+        return float(config.temperature)
+    return 1.0
+
+
+def apply_mask(scaled: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Blocked scores become -inf (PyTorch's convention: mask True = may attend)."""
+    return scaled.masked_fill(~mask, float("-inf"))  # (h, T_q, T_k)
+
+
+def softmax(masked: torch.Tensor, empty_rows: torch.Tensor) -> torch.Tensor:
+    """Row-wise softmax over the keys; a row with every key blocked gives zeros, not NaN."""
+    weights = torch.softmax(masked, dim=-1)  # (h, T_q, T_k)
+    if bool(empty_rows.any()):
+        weights = weights.masked_fill(empty_rows[:, None], 0.0)
+    return weights
+
+
+def dropout(weights: torch.Tensor, p: float, g: torch.Generator) -> torch.Tensor:
+    """Zero each weight with probability p and rescale by 1/(1-p), as nn.Dropout does in training."""
+    if p == 0:
+        return weights
+    keep = torch.rand(weights.shape, generator=g) >= p
+    return weights * keep / (1 - p)
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """Every intermediate of one attention computation; h heads, T_q queries, T_k keys."""
+
+    config: Config
+    tokens: tuple[str, ...]  # T_q query tokens
+    key_tokens: tuple[str, ...]  # T_k key/value tokens (= tokens for self-attention)
+    embeddings: torch.Tensor  # (T_q, d_model) query inputs
+    key_embeddings: torch.Tensor  # (T_k, d_model) key/value inputs
+    w_query: torch.Tensor  # (h, d_model, d_k), used as x @ W
+    w_key: torch.Tensor  # (h, d_model, d_k)
+    w_value: torch.Tensor  # (h, d_model, d_v)
+    b_query: torch.Tensor | None  # (h, d_k)
+    b_key: torch.Tensor | None  # (h, d_k)
+    b_value: torch.Tensor | None  # (h, d_v)
+    queries: torch.Tensor  # (h, T_q, d_k)
+    keys: torch.Tensor  # (h, T_k, d_k)
+    values: torch.Tensor  # (h, T_k, d_v)
+    omega: torch.Tensor  # (h, T_q, T_k) = Q K^T
+    scale: float  # omega is divided by this
+    scaled: torch.Tensor  # (h, T_q, T_k) = omega / scale
+    mask: torch.Tensor  # (T_q, T_k) bool, True = may attend
+    masked: torch.Tensor  # (h, T_q, T_k), -inf where blocked
+    weights: torch.Tensor  # (h, T_q, T_k) softmax, before dropout
+    dropped_weights: torch.Tensor  # (h, T_q, T_k) after dropout (= weights when p = 0)
+    context: torch.Tensor  # (h, T_q, d_v) = weights @ values
+    concat: torch.Tensor  # (T_q, h*d_v) heads side by side
+    w_out: torch.Tensor | None  # (h*d_v, d_model)
+    b_out: torch.Tensor | None  # (d_model,)
+    output: torch.Tensor  # (T_q, d_model) with an output projection, else = concat
+    empty_rows: torch.Tensor  # (T_q,) bool: queries whose every key is masked
+
+    @property
+    def heads(self) -> int:
+        return self.omega.shape[0]
+
+    @property
+    def d_k(self) -> int:
+        return self.queries.shape[-1]
+
+    @property
+    def d_v(self) -> int:
+        return self.values.shape[-1]
+
+    @property
+    def has_empty_rows(self) -> bool:
+        """True when some query may attend to no key (its weights and context are zero)."""
+        return bool(self.empty_rows.any())
+
+
+def _per_head(w: torch.Tensor, heads: int) -> torch.Tensor:
+    d_in, hd = w.shape
+    return w.view(d_in, heads, hd // heads).permute(1, 0, 2)  # (h, d_in, d_head)
+
+
+def _bias_per_head(b: torch.Tensor | None, heads: int) -> torch.Tensor | None:
+    return None if b is None else b.view(heads, -1)  # (h, d_head)
+
+
+@torch.no_grad()
+def compute(config: Config) -> Result:
+    """Run attention for a config and return every intermediate (pure and deterministic)."""
+    x_q, table = embed_queries(config)  # (T_q, d_model)
+    g = generator(config.seed)  # the tutorials reseed before building their weights
+    p = projections(config, g)
+    x_kv = embed_keys(config, x_q, table, g)  # (T_k, d_model)
+    h = config.heads
+
+    queries = project(x_q, p.w_query, p.b_query, h)  # (h, T_q, d_k)
+    keys = project(x_kv, p.w_key, p.b_key, h)  # (h, T_k, d_k)
+    values = project(x_kv, p.w_value, p.b_value, h)  # (h, T_k, d_v)
+    omega = scores(queries, keys)  # (h, T_q, T_k)
+    factor = scale_factor(config)
+    scaled = omega / factor if factor != 1.0 else omega
+    t_q, t_k = x_q.shape[0], x_kv.shape[0]
+    mask = masks.build(
+        config.mask, t_q, t_k, n_padding=config.padding, width=config.window, custom=config.custom_mask
+    )  # (T_q, T_k)
+    empty_rows = ~mask.any(dim=-1)  # (T_q,)
+    masked = apply_mask(scaled, mask)
+    weights = softmax(masked, empty_rows)
+    dropped = dropout(weights, config.dropout, g)
+    context = dropped @ values  # (h, T_q, d_v)
+    concat = merge_heads(context)  # (T_q, h*d_v)
+    output = concat
+    if p.w_out is not None:
+        output = concat @ p.w_out  # (T_q, d_model)
+        if p.b_out is not None:
+            output = output + p.b_out
+    return Result(
+        config=config,
+        tokens=config.tokens,
+        key_tokens=config.key_tokens,
+        embeddings=x_q,
+        key_embeddings=x_kv,
+        w_query=_per_head(p.w_query, h),
+        w_key=_per_head(p.w_key, h),
+        w_value=_per_head(p.w_value, h),
+        b_query=_bias_per_head(p.b_query, h),
+        b_key=_bias_per_head(p.b_key, h),
+        b_value=_bias_per_head(p.b_value, h),
+        queries=queries,
+        keys=keys,
+        values=values,
+        omega=omega,
+        scale=factor,
+        scaled=scaled,
+        mask=mask,
+        masked=masked,
+        weights=weights,
+        dropped_weights=dropped,
+        context=context,
+        concat=concat,
+        w_out=p.w_out,
+        b_out=p.b_out,
+        output=output,
+        empty_rows=empty_rows,
+    )

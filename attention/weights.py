@@ -1,0 +1,160 @@
+"""Inputs and projection matrices, drawn from a private generator in the tutorials' order.
+
+Randomness never touches torch's global RNG: each draw takes a `torch.Generator`
+seeded from the config, which gives exactly the numbers `torch.manual_seed(seed)`
+gave in the tutorials. The order of draws follows them:
+
+1. the query inputs (and the shared nn.Embedding table), from a generator seeded with `seed`;
+2. the projections, from a fresh generator seeded with `seed` again (the tutorials
+   reseed before building their modules), query, key, value, then output;
+3. random key/value inputs of a cross-attention (Raschka's cross-attention cell draws
+   them after its weights), then dropout, from that same second generator.
+
+Every matrix is returned as used, `x @ W`: W is (d_in, d_out) whatever the init.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+
+from .config import Config, tokenize
+
+
+class Projections(NamedTuple):
+    """Full projection matrices, heads side by side in the columns (x @ W)."""
+
+    w_query: torch.Tensor  # (d_model, h*d_k)
+    w_key: torch.Tensor  # (d_model, h*d_k)
+    w_value: torch.Tensor  # (d_model, h*d_v)
+    b_query: torch.Tensor | None  # (h*d_k,)
+    b_key: torch.Tensor | None
+    b_value: torch.Tensor | None  # (h*d_v,)
+    w_out: torch.Tensor | None  # (h*d_v, d_model)
+    b_out: torch.Tensor | None  # (d_model,)
+
+
+def generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def vocabulary(config: Config) -> tuple[str, ...]:
+    """Sorted distinct words of both sentences (the Raschka tutorial sorts its words)."""
+    words = set(config.tokens)
+    if config.is_cross and config.cross_embeddings is None and config.cross_embedding_init in (None, "embedding"):
+        words |= set(tokenize(config.cross_sentence or ""))
+    return tuple(sorted(words))
+
+
+def draw(init: str, rows: int, d: int, g: torch.Generator, table: torch.Tensor | None, tokens, vocab) -> torch.Tensor:
+    """(rows, d) inputs: an nn.Embedding lookup, torch.rand or torch.randn."""
+    if init == "embedding":
+        index = {w: i for i, w in enumerate(vocab)}
+        ids = torch.tensor([index[t] for t in tokens], dtype=torch.long)
+        return table[ids]  # (T, d)
+    if init == "rand":
+        return torch.rand(rows, d, generator=g)
+    return torch.randn(rows, d, generator=g)
+
+
+def embed_queries(config: Config) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Query inputs (T_q, d_model) and, for the 'embedding' init, the shared table (V, d_model)."""
+    d = config.width
+    if config.embeddings is not None:
+        return torch.tensor(config.embeddings, dtype=torch.float32), None
+    g = generator(config.seed)
+    vocab = vocabulary(config)
+    # nn.Embedding initialises its table with normal_(): the same draws as randn
+    table = torch.randn(len(vocab), d, generator=g) if config.embedding_init == "embedding" else None
+    x = draw(config.embedding_init, len(config.tokens), d, g, table, config.tokens, vocab)
+    return x, table
+
+
+def embed_keys(config: Config, x: torch.Tensor, table: torch.Tensor | None, g: torch.Generator) -> torch.Tensor:
+    """Key/value inputs (T_k, d_model): the query inputs for self-attention."""
+    if not config.is_cross:
+        return x
+    if config.cross_embeddings is not None:
+        return torch.tensor(config.cross_embeddings, dtype=torch.float32)
+    init = config.cross_embedding_init or config.embedding_init
+    if init == "embedding":
+        if table is None:  # query inputs were given: draw a table for the key words alone
+            table = torch.randn(len(vocabulary(config)), config.width, generator=g)
+        return draw(init, 0, 0, g, table, config.key_tokens, vocabulary(config))
+    return draw(init, len(config.key_tokens), config.width, g, None, (), ())
+
+
+def _linear(d_in: int, d_out: int, bias: bool, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """nn.Linear's default init (kaiming_uniform_ a=sqrt(5), bias U(+-1/sqrt(d_in))), returned as x @ W."""
+    w = torch.empty(d_out, d_in)
+    torch.nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=g)
+    b = None
+    if bias:
+        bound = 1 / math.sqrt(d_in) if d_in > 0 else 0
+        b = torch.empty(d_out).uniform_(-bound, bound, generator=g)
+    return w.T, b
+
+
+def _rand(h: int, d_in: int, d_out: int, bias: bool, transposed: bool, g: torch.Generator):
+    """torch.rand weights for all heads at once, as Raschka's multi-head cell draws them."""
+    if transposed:  # torch.rand(h, d_out, d_in), used as W x
+        w = torch.rand(h, d_out, d_in, generator=g).transpose(1, 2)  # (h, d_in, d_out)
+    else:  # torch.rand(h, d_in, d_out), used as x @ W
+        w = torch.rand(h, d_in, d_out, generator=g)
+    w = w.permute(1, 0, 2).reshape(d_in, h * d_out)  # heads side by side
+    b = torch.rand(h * d_out, generator=g) if bias else None
+    return w, b
+
+
+def _identity(h: int, d_in: int, d_out: int, bias: bool):
+    w = torch.eye(d_in, d_out).repeat(1, h)  # (d_in, h*d_out)
+    return w, (torch.zeros(h * d_out) if bias else None)
+
+
+def projections(config: Config, g: torch.Generator) -> Projections:
+    """W_query, W_key, W_value (and W_out) for every head, drawn from g in order q, k, v, out."""
+    d, h = config.width, config.heads
+    d_k, d_v = config.head_dims
+    split = config.head_layout == "split"
+    init, bias = config.init, config.bias
+    if init == "given":
+        t = lambda m: None if m is None else torch.tensor(m, dtype=torch.float32)  # noqa: E731
+        zeros = lambda n: torch.zeros(n) if bias else None  # noqa: E731
+        out = t(config.w_out) if config.out_proj else None
+        b_out = torch.zeros(config.out_width) if config.out_proj and config.out_bias else None
+        return Projections(
+            t(config.w_query), t(config.w_key), t(config.w_value),
+            zeros(h * d_k), zeros(h * d_k), zeros(h * d_v), out, b_out,
+        )  # fmt: skip
+    sizes = (d_k, d_k, d_v)
+    qkv: list[tuple[torch.Tensor, torch.Tensor | None]] = []
+    if init == "linear":
+        if split:  # one Linear(d_model, d_out) each, cut into heads by view (tutorial 003)
+            qkv = [_linear(d, config.split_width, bias, g) for _ in range(3)]
+        else:  # per head a module with its own query, key, value Linear (tutorial 001)
+            per_head = [[_linear(d, n, bias, g) for n in sizes] for _ in range(h)]
+            qkv = [_cat([ph[i] for ph in per_head]) for i in range(3)]
+    elif init in ("rand", "rand-transposed"):
+        heads, widths = (1, (config.split_width,) * 3) if split else (h, sizes)
+        qkv = [_rand(heads, d, n, bias, init == "rand-transposed", g) for n in widths]
+    else:
+        qkv = [_identity(h, d, n, bias) for n in sizes]
+    w_out = b_out = None
+    if config.out_proj:
+        d_cat, d_o = h * d_v, config.out_width
+        if init == "linear":
+            w_out, b_out = _linear(d_cat, d_o, config.out_bias, g)
+        elif init in ("rand", "rand-transposed"):
+            w_out, b_out = _rand(1, d_cat, d_o, config.out_bias, init == "rand-transposed", g)
+        else:
+            w_out, b_out = torch.eye(d_cat, d_o), (torch.zeros(d_o) if config.out_bias else None)
+    (wq, bq), (wk, bk), (wv, bv) = qkv
+    return Projections(wq, wk, wv, bq, bk, bv, w_out, b_out)
+
+
+def _cat(pairs: list[tuple[torch.Tensor, torch.Tensor | None]]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    w = torch.cat([p[0] for p in pairs], dim=1)
+    b = None if pairs[0][1] is None else torch.cat([p[1] for p in pairs])
+    return w, b
