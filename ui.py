@@ -1,0 +1,649 @@
+"""Rendering helpers shared by every page: state in the URL, controls, heatmaps, walkthrough.
+
+Pages stay thin: they read controls (`controls`), ask the `attention` package for a
+Result (`compute`), and render it with the helpers here. No attention math here either:
+everything shown is a field of the Result.
+
+State: each parameter has one canonical value in `st.session_state["p:NAME"]`, seeded
+from the URL once per session and written back to the URL after every run, so values
+survive page switches (widget state does not) and a copied link opens the same view.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from attention import Config, Result, compute as _compute_uncached, export
+from attention.config import MASKS, MAX_TOKENS, RASCHKA_SENTENCE, tokenize
+
+MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
+ANNOTATE_MAX = 16  # matrices up to 16 x 16 print their values in the cells
+STAGES = ("Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context")
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True)
+class Param:
+    """A URL/session parameter: its type, default and allowed range."""
+
+    kind: str  # int | float | choice | text | bool | bits
+    default: Any
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+
+
+SENTENCE_B = "The chef prepared a delicious meal"
+PARAMS: dict[str, Param] = {
+    "sentence": Param("text", RASCHKA_SENTENCE),
+    "cross": Param("text", "and it was served with wine"),
+    "d_model": Param("int", 16, 2, 256),
+    "d_k": Param("int", 24, 1, 256),
+    "d_v": Param("int", 28, 1, 256),
+    "heads": Param("int", 1, 1, 16),
+    "layout": Param("choice", "independent", choices=("independent", "split")),
+    "seed": Param("int", 123, 0, 9999),
+    "mask": Param("choice", "none", choices=MASKS),
+    "padding": Param("int", 1, 0, MAX_TOKENS),
+    "window": Param("int", 3, 1, MAX_TOKENS),
+    "dropout": Param("float", 0.0, 0.0, 0.99),
+    "scale": Param("choice", "sqrt", choices=("sqrt", "none", "temperature")),
+    "temperature": Param("float", 1.0, 0.05, 50.0),
+    "init": Param("choice", "rand-transposed", choices=("rand-transposed", "rand", "linear", "identity")),
+    "out_proj": Param("bool", False),
+    "bias": Param("bool", False),
+    "cmask": Param("bits", ""),  # custom mask rows of 0/1 joined by '.'
+    "token": Param("int", 1, 0, MAX_TOKENS - 1),  # the followed token (Raschka follows x_2)
+    "head": Param("int", 0, 0, 15),
+    "step": Param("int", 0, 0, len(STAGES) - 1),
+    "stepmode": Param("bool", False),
+}
+
+LABELS = {
+    "sentence": "Sentence",
+    "cross": "Key/value sentence (cross-attention)",
+    "d_model": "d_model (embedding width)",
+    "d_k": "d_k (query/key width per head)",
+    "d_v": "d_v (value width per head)",
+    "heads": "heads",
+    "layout": "Head layout",
+    "seed": "seed",
+    "mask": "Mask type",
+    "padding": "Padding: block the last n keys",
+    "window": "Sliding window width w",
+    "dropout": "Dropout on the weights",
+    "scale": "Scaling of omega",
+    "temperature": "Temperature",
+    "init": "Weight init",
+    "out_proj": "Output projection",
+    "bias": "q/k/v bias",
+    "stepmode": "Step-by-step mode",
+}
+
+HELP = {
+    "d_k": "Width of each query and key vector. The scores are divided by sqrt(d_k).",
+    "d_v": "Width of each value vector, and so of each head's context vector.",
+    "heads": "Independent attention heads; their context vectors are concatenated.",
+    "seed": "Seeds the embeddings and the projection matrices (same numbers as torch.manual_seed).",
+    "mask": "Which keys each query may see: causal hides the future, padding the last n keys, "
+    "window all but the last w keys up to the query, custom your own grid.",
+    "layout": "independent: every head has its own d_k/d_v projections (tutorials 000, 001). "
+    "split: d_model is cut into heads as nn.MultiheadAttention does (d_k = d_v = d_model / heads).",
+    "init": "How W_query, W_key, W_value are drawn: torch.rand (Raschka), nn.Linear's default, or identity.",
+}
+
+
+def _parse(name: str, raw: str) -> Any:
+    """A URL value as its parameter's type; ValueError when malformed or out of range."""
+    p = PARAMS[name]
+    if p.kind == "text":
+        if len(raw) > MAX_CHARS:
+            raise ValueError("too long")
+        return raw
+    if p.kind == "choice":
+        if raw not in p.choices:
+            raise ValueError("unknown choice")
+        return raw
+    if p.kind == "bool":
+        if raw.lower() not in ("true", "false", "1", "0"):
+            raise ValueError("not true/false")
+        return raw.lower() in ("true", "1")
+    if p.kind == "bits":
+        if raw and not re.fullmatch(r"[01]{1,512}(\.[01]{1,512}){0,511}", raw):
+            raise ValueError("not rows of 0/1")
+        return raw
+    value: float = int(raw) if p.kind == "int" else float(raw)
+    if not math.isfinite(value) or not p.lo <= value <= p.hi:
+        raise ValueError("out of range")
+    return value
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def init_state() -> None:
+    """Once per session: seed every parameter from the URL, noting what was unusable."""
+    ss = st.session_state
+    if ss.get("_state_ready"):
+        return
+    bad = []
+    for name, p in PARAMS.items():
+        ss["p:" + name] = p.default
+        values = st.query_params.get_all(name)
+        if not values:
+            continue
+        try:
+            ss["p:" + name] = _parse(name, values[-1])
+        except (ValueError, OverflowError):
+            bad.append(name)
+    unknown = [k for k in st.query_params.keys() if k not in PARAMS]
+    ss["_url_warnings"] = bad + unknown
+    ss["_state_ready"] = True
+
+
+def get(name: str) -> Any:
+    return st.session_state.get("p:" + name, PARAMS[name].default)
+
+
+def put(name: str, value: Any) -> None:
+    st.session_state["p:" + name] = value
+
+
+def sync_url() -> None:
+    """Write every non-default parameter to the URL (a copied link reopens this view)."""
+    wanted = {n: _format(get(n)) for n, p in PARAMS.items() if get(n) != p.default}
+    if dict(st.query_params.to_dict()) != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def show_url_warnings() -> None:
+    """A short warning when a shared link carried values that could not be used."""
+    bad = st.session_state.get("_url_warnings") or []
+    if bad:
+        names = ", ".join(sorted(set(bad)))
+        st.warning(f"Some link parameters were missing a valid value and were reset to defaults: {names}.")
+
+
+def _copy(name: str) -> None:
+    put(name, st.session_state["w:" + name])
+
+
+def _widget(factory: Callable, name: str, *args: Any, container: Any = None, label: str = "", **kw: Any) -> Any:
+    key = "w:" + name
+    st.session_state[key] = get(name)
+    kw.setdefault("help", HELP.get(name))
+    target = container or st.sidebar
+    label = label or LABELS.get(name, name)
+    return getattr(target, factory)(label, *args, key=key, on_change=_copy, args=(name,), **kw)
+
+
+def slider(name: str, container: Any = None, **kw: Any) -> int | float:
+    p = PARAMS[name]
+    lo, hi = (int(p.lo), int(p.hi)) if p.kind == "int" else (p.lo, p.hi)
+    if name == "dropout":
+        kw.setdefault("step", 0.01)
+    return _widget("slider", name, lo, hi, container=container, **kw)
+
+
+def select(name: str, container: Any = None, **kw: Any) -> str:
+    return _widget("selectbox", name, PARAMS[name].choices, container=container, **kw)
+
+
+def toggle(name: str, container: Any = None, **kw: Any) -> bool:
+    return _widget("toggle", name, container=container, **kw)
+
+
+def text(name: str, container: Any = None, **kw: Any) -> str:
+    return _widget("text_area", name, container=container, height=80, **kw)
+
+
+def pick(name: str, options: Sequence[Any], label: str, *, format_func: Callable = str, container: Any = None) -> Any:
+    """A select box over options for a stored parameter (kept in range of the options)."""
+    if get(name) not in options:
+        put(name, options[min(max(int(get(name)), 0), len(options) - 1)] if PARAMS[name].kind == "int" else options[0])
+    return _widget("selectbox", name, options, container=container or st, label=label, format_func=format_func)
+
+
+def head_picker(heads: int) -> int:
+    """Which head to show, when there is more than one."""
+    if heads <= 1:
+        return 0
+    return int(pick("head", list(range(heads)), "Head shown", format_func=lambda h: f"head {h + 1}"))
+
+
+def controls(names: Sequence[str]) -> None:
+    """The sidebar controls for the named parameters, with explanations next to them."""
+    st.sidebar.markdown("**Controls**")
+    for name in names:
+        p = PARAMS[name]
+        if name in ("padding", "window") and get("mask") != name:
+            continue
+        if name == "temperature" and get("scale") != "temperature":
+            continue
+        if name in ("d_k", "d_v") and get("layout") == "split" and "layout" in names:
+            st.sidebar.caption(f"{name}: set by the split layout to d_model / heads.")
+            continue
+        if p.kind == "text":
+            text(name)
+        elif p.kind == "choice":
+            select(name)
+        elif p.kind == "bool":
+            toggle(name)
+        else:
+            slider(name)
+        if name == "heads" and get("layout") == "split" and get("d_model") % get("heads"):
+            st.sidebar.error(
+                f"The split layout cuts d_model = {get('d_model')} into equal heads: "
+                f"{get('heads')} does not divide it. Pick a divisor of {get('d_model')}."
+            )
+        if name == "mask" and get("mask") == "custom":
+            st.sidebar.caption("Custom mask: edit it cell by cell on the Masks page or in the Mask editor.")
+
+
+def custom_mask(t_q: int, t_k: int) -> tuple[tuple[bool, ...], ...]:
+    """The stored custom mask, or causal when none fits this shape."""
+    rows = [r for r in get("cmask").split(".") if r]
+    if len(rows) == t_q and all(len(r) == t_k for r in rows):
+        return tuple(tuple(c == "1" for c in r) for r in rows)
+    return tuple(tuple(j <= i for j in range(t_k)) for i in range(t_q))
+
+
+def store_custom_mask(mask: Sequence[Sequence[bool]]) -> None:
+    put("cmask", ".".join("".join("1" if c else "0" for c in row) for row in mask))
+
+
+def config_from_state(**overrides: Any) -> Config:
+    """The Config the current parameters describe (ValueError when they cannot work)."""
+    sentence = str(overrides.pop("sentence", get("sentence")))
+    if len(sentence) > MAX_CHARS:
+        raise ValueError(f"the sentence is {len(sentence):,} characters long; paste at most {MAX_CHARS:,}")
+    cross = overrides.pop("cross_sentence", None)
+    fields: dict[str, Any] = dict(
+        sentence=sentence,
+        cross_sentence=cross,
+        d_model=int(get("d_model")),
+        d_k=int(get("d_k")),
+        d_v=int(get("d_v")),
+        heads=int(get("heads")),
+        head_layout=get("layout"),
+        seed=int(get("seed")),
+        mask=get("mask"),
+        padding=int(get("padding")),
+        window=int(get("window")),
+        dropout=float(get("dropout")),
+        scale=get("scale"),
+        temperature=float(get("temperature")),
+        init=get("init"),
+        out_proj=bool(get("out_proj")),
+        bias=bool(get("bias")),
+    )
+    fields.update(overrides)
+    if fields["mask"] == "custom" and fields.get("custom_mask") is None:
+        t_q = len(tokenize(fields["sentence"]))
+        t_k = len(tokenize(fields["cross_sentence"])) if fields["cross_sentence"] else t_q
+        fields["custom_mask"] = custom_mask(t_q, t_k) if t_q and t_k else None
+    return Config(**fields)
+
+
+@st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
+def _cached(_config: Config, key: str) -> Result:
+    return _compute_uncached(_config)
+
+
+def compute(config: Config) -> Result:
+    """compute(), cached on the config (bounded: 256 entries, one hour)."""
+    return _cached(config, repr(config))
+
+
+def result_or_stop(**overrides: Any) -> Result:
+    """Build the config from the controls and compute it; on a bad config explain and stop the page."""
+    try:
+        return compute(config_from_state(**overrides))
+    except ValueError as exc:
+        st.error(f"This setting cannot be computed: {exc}")
+        finish()
+        st.stop()
+
+
+def finish() -> None:
+    """Call last on every page: writes the state back into the URL."""
+    sync_url()
+
+
+# --------------------------------------------------------------------------- text
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~$])")
+
+
+def plain(s: str) -> str:
+    """User text made inert for st.markdown: no Markdown, HTML or LaTeX is interpreted."""
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def labels(tokens: Sequence[str]) -> list[str]:
+    """Distinct axis labels, position then word ('2 is'), so repeated words stay apart."""
+    return export.labels(tokens)
+
+
+def explain(sentence: str) -> None:
+    """One sentence of explanation under a panel."""
+    st.caption(sentence)
+
+
+# --------------------------------------------------------------------------- heatmaps
+
+SCHEMES = {"diverging": "blueorange", "weights": "viridis", "mask": None}
+
+
+@functools.lru_cache(maxsize=128)
+def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int, blocked: bool) -> dict:
+    """The Vega-Lite spec of a heatmap, built with Altair once per shape and reused.
+
+    Altair builds and validates the spec (slow: tens of ms); the data goes to Streamlit
+    separately each run, so a slider move costs only the DataFrame.
+    """
+    empty = pd.DataFrame(
+        {"i": [0], "j": [0], "row": ["a"], "col": ["b"], "value": [0.0], "text": [""], "dark": [False],
+         "blocked": [False]}
+    )  # fmt: skip
+    base = alt.Chart(empty).encode(
+        x=alt.X("col:N", sort=alt.EncodingSortField("j"), title=None, axis=alt.Axis(labelAngle=-45, labelLimit=90)),
+        y=alt.Y("row:N", sort=alt.EncodingSortField("i"), title=None, axis=alt.Axis(labelLimit=90)),
+    )
+    tooltip = [
+        alt.Tooltip("row:N", title="row"),
+        alt.Tooltip("col:N", title="column"),
+        alt.Tooltip("text:N", title="value") if blocked else alt.Tooltip("value:Q", title="value", format=".4f"),
+    ]
+    if kind == "mask":
+        color = alt.Color(
+            "value:N", scale=alt.Scale(domain=["may attend", "blocked"], range=["#4c78a8", "#d9d9d9"]),
+            legend=alt.Legend(title=None, orient="bottom"),
+        )  # fmt: skip
+    elif kind == "weights":
+        color = alt.Color("value:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), legend=alt.Legend(title=None))
+    else:
+        color = alt.Color("value:Q", scale=alt.Scale(scheme="blueorange", domainMid=0), legend=alt.Legend(title=None))
+    if blocked:  # blocked cells are grey, whatever their (infinite) value
+        color = alt.condition("datum.blocked", alt.value("#c8c8c8"), color)
+    rect = base.mark_rect().encode(color=color, tooltip=tooltip)
+    if selectable:
+        pick = alt.selection_point(name="pick", fields=["i"], on="click", clear=False)
+        rect = rect.add_params(pick).encode(
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.55)),
+        )
+    chart = rect
+    if annotate:
+        txt = base.mark_text(fontSize=9).encode(
+            text="text:N",
+            color=alt.condition("datum.dark", alt.value("white"), alt.value("black")),
+            tooltip=tooltip,
+        )
+        chart = alt.layer(rect, txt)
+    chart = chart.properties(title=title, height=height)
+    spec = chart.to_dict()
+    spec.pop("datasets", None)
+    spec.pop("data", None)
+    for layer in spec.get("layer", []):
+        layer.pop("data", None)
+    return spec
+
+
+def _frame(matrix: torch.Tensor, rows: Sequence[str], cols: Sequence[str], kind: str, blocked) -> pd.DataFrame:
+    m = matrix.detach().to(torch.float64).numpy()
+    r, c = m.shape
+    frame = pd.DataFrame(
+        {
+            "i": np.repeat(np.arange(r), c),
+            "j": np.tile(np.arange(c), r),
+            "row": np.repeat(np.asarray(rows, dtype=object), c),
+            "col": np.tile(np.asarray(cols, dtype=object), r),
+        }
+    )
+    flat = m.reshape(-1)
+    if kind == "mask":
+        frame["value"] = np.where(flat > 0.5, "may attend", "blocked")
+        frame["text"] = np.where(flat > 0.5, "1", "0")
+        frame["dark"] = flat > 0.5
+        frame["blocked"] = False
+        return frame
+    isblocked = np.zeros(r * c, dtype=bool) if blocked is None else ~blocked.numpy().reshape(-1)
+    finite = np.where(np.isfinite(flat), flat, 0.0)
+    frame["value"] = np.where(isblocked, np.nan, finite)
+    if r <= ANNOTATE_MAX and c <= ANNOTATE_MAX:
+        frame["text"] = np.where(isblocked, "−∞" if kind == "diverging" else "0", np.char.mod("%.2f", finite))
+    else:
+        frame["text"] = np.where(isblocked, "−∞", "")
+    if kind == "weights":
+        frame["dark"] = finite < 0.5
+    else:
+        top = np.abs(finite).max() if finite.size else 0.0
+        frame["dark"] = np.abs(finite) > 0.6 * top if top > 0 else False
+    frame["blocked"] = isblocked
+    return frame
+
+
+def heatmap(
+    matrix: torch.Tensor,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    title: str,
+    kind: str = "diverging",
+    blocked: torch.Tensor | None = None,
+    key: str | None = None,
+    selectable: bool = False,
+    container: Any = None,
+) -> int | None:
+    """A labelled heatmap of a (rows, cols) matrix; returns the clicked row when selectable.
+
+    kind: 'diverging' (centred on zero: scores, embeddings, context), 'weights' (0 to 1),
+    or 'mask' (booleans). blocked: a (rows, cols) bool tensor, True where a query may
+    attend; the other cells show grey with -inf.
+    """
+    r, c = matrix.shape
+    annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX
+    height = int(min(max(24 * r, 100), 520)) + 100  # the chart height includes title and axes
+    spec = _spec(kind, title, annotate, selectable, height, blocked is not None)
+    frame = _frame(matrix, rows, cols, kind, blocked)
+    target = container or st
+    if selectable:
+        event = target.vega_lite_chart(
+            frame, spec, width="stretch", height=height, key=key, on_select="rerun", selection_mode="pick"
+        )
+        points = (event or {}).get("selection", {}).get("pick") or []
+        if points and "i" in points[0]:
+            return int(points[0]["i"])
+        return None
+    target.vega_lite_chart(frame, spec, width="stretch", height=height, key=key)
+    return None
+
+
+# --------------------------------------------------------------------------- walkthrough
+
+
+def _num(x: float) -> str:
+    if math.isinf(x):
+        return r"-\infty" if x < 0 else r"\infty"
+    return f"{x:.4f}".rstrip("0").rstrip(".") if abs(x) < 1e4 else f"{x:.3e}"
+
+
+def _terms(pairs: Sequence[tuple[float, float]], limit: int = 3) -> str:
+    shown = [f"({_num(a)})({_num(b)})" for a, b in pairs[:limit]]
+    if len(pairs) > limit:
+        shown.append(r"\cdots")
+    return " + ".join(shown)
+
+
+def walkthrough(result: Result, head: int, i: int) -> None:
+    """Query i of one head written out with its numbers: q.k, scaling, softmax, weighted sum."""
+    q = result.queries[head, i]
+    keys, values = result.keys[head], result.values[head]
+    omega, scaled = result.omega[head, i], result.scaled[head, i]
+    weights = result.dropped_weights[head, i]
+    allowed = result.mask[i]
+    n = i + 1
+    cols = labels(result.key_tokens)
+    st.markdown(f"**Following token {n}: {plain(result.tokens[i])}** (head {head + 1})")
+    j = int(torch.argmax(torch.where(allowed, omega, torch.tensor(float("-inf"))))) if allowed.any() else 0
+    st.latex(
+        rf"\omega_{{{n},{j + 1}}} = q^{{({n})}} \cdot k^{{({j + 1})}} = "
+        + _terms(list(zip(q.tolist(), keys[j].tolist())))
+        + rf" = {_num(float(omega[j]))}"
+    )
+    factor = result.scale
+    if factor != 1.0:
+        st.latex(
+            rf"\tilde\omega_{{{n},j}} = \frac{{\omega_{{{n},j}}}}{{{_num(factor)}}}"
+            + (r"\quad(\sqrt{d_k} = \sqrt{" + str(result.d_k) + "})" if result.config.scale == "sqrt" else "")
+        )
+    if result.has_empty_rows and bool(result.empty_rows[i]):
+        st.info("Every key is masked for this query: its weights and its context are zero.")
+        return
+    exps = [(jj, float(scaled[jj])) for jj in range(len(cols)) if allowed[jj]]
+    shown = exps[:3]
+    st.latex(
+        rf"\alpha_{{{n},j}} = \frac{{e^{{\tilde\omega_{{{n},j}}}}}}{{\sum_{{j'}} e^{{\tilde\omega_{{{n},j'}}}}}}"
+        + r",\quad "
+        + ", ".join(rf"\alpha_{{{n},{jj + 1}}} = {_num(float(weights[jj]))}" for jj, _ in shown)
+        + (r", \ldots" if len(exps) > 3 else "")
+    )
+    z = result.context[head, i]
+    first = [(float(weights[jj]), float(values[jj, 0])) for jj in range(len(cols))]
+    st.latex(
+        rf"z^{{({n})}}_1 = \sum_j \alpha_{{{n},j}} v^{{(j)}}_1 = " + _terms(first) + rf" = {_num(float(z[0]))}"
+    )
+    table = pd.DataFrame(
+        {
+            "key": cols,
+            "q·k (omega)": omega.tolist(),
+            "scaled": scaled.tolist(),
+            "may attend": allowed.tolist(),
+            "weight": weights.tolist(),
+        }
+    )
+    st.dataframe(table, hide_index=True, width="stretch", height=min(38 + 35 * len(cols), 400))
+
+
+# --------------------------------------------------------------------------- downloads and code
+
+MATRICES = {
+    "embeddings": ("embeddings", "tokens", "dims"),
+    "queries": ("queries", "tokens", "dims"),
+    "keys": ("keys", "key_tokens", "dims"),
+    "values": ("values", "key_tokens", "dims"),
+    "omega": ("omega", "tokens", "key_tokens"),
+    "scaled": ("scaled", "tokens", "key_tokens"),
+    "weights": ("weights", "tokens", "key_tokens"),
+    "context": ("context", "tokens", "dims"),
+    "output": ("output", "tokens", "dims"),
+}
+
+
+def matrix_of(result: Result, name: str, head: int) -> tuple[torch.Tensor, list[str], list[str]]:
+    """A named 2-D matrix of the result, with its row and column labels."""
+    field, rows, cols = MATRICES[name]
+    m = getattr(result, field)
+    if m.dim() == 3:
+        m = m[head]
+    row_labels = labels(getattr(result, rows))
+    col_labels = labels(getattr(result, cols)) if cols != "dims" else [f"d{k + 1}" for k in range(m.shape[1])]
+    return m, row_labels, col_labels
+
+
+def downloads(result: Result, head: int = 0, key: str = "dl") -> None:
+    """Download any matrix as CSV, and the whole result as JSON (built only on click)."""
+    c1, c2, c3 = st.columns([2, 1, 1])
+    name = c1.selectbox("Matrix to download", list(MATRICES), key=f"{key}:which")
+
+    def csv() -> str:
+        m, rows, cols = matrix_of(result, name, head)
+        return export.matrix_csv(m, rows, cols)
+
+    c2.download_button(
+        f"{name}.csv", csv, file_name=f"{name}.csv", mime="text/csv", key=f"{key}:csv", on_click="ignore"
+    )
+    c3.download_button(
+        "result.json",
+        lambda: export.to_json(result),
+        file_name="attention_result.json",
+        mime="application/json",
+        key=f"{key}:json",
+        on_click="ignore",
+    )
+
+
+def code(config: Config) -> None:
+    """A standalone PyTorch script that reproduces this view."""
+    with st.expander("Code: reproduce this view in plain PyTorch"):
+        st.code(export.script(config), language="python")
+
+
+# --------------------------------------------------------------------------- step by step
+
+
+def stepper(result: Result, head: int) -> None:
+    """Workshop mode: Next reveals the computation one stage at a time."""
+    step = int(get("step"))
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 5])
+    if c1.button("◀ Back", disabled=step == 0, key="step:back"):
+        step -= 1
+    if c2.button("Next ▶", disabled=step == len(STAGES) - 1, key="step:next", type="primary"):
+        step += 1
+    if c3.button("Restart", key="step:reset"):
+        step = 0
+    put("step", step)
+    c4.progress((step + 1) / len(STAGES), text=f"Stage {step + 1} of {len(STAGES)}: {STAGES[step]}")
+    tok, keys = labels(result.tokens), labels(result.key_tokens)
+    for s in range(step + 1):
+        st.subheader(f"{s + 1}. {STAGES[s]}")
+        _stage(s, result, head, tok, keys)
+
+
+def _dims(n: int) -> list[str]:
+    return [f"d{k + 1}" for k in range(n)]
+
+
+def _stage(s: int, r: Result, h: int, tok: list[str], keys: list[str]) -> None:
+    if s == 0:
+        explain("Each token becomes a vector of d_model numbers: the input x.")
+        heatmap(r.embeddings, tok, _dims(r.embeddings.shape[1]), title="embeddings x", key="st:emb")
+    elif s == 1:
+        explain("Three learned matrices project every token into a query, a key and a value.")
+        c = st.columns(3)
+        heatmap(r.queries[h], tok, _dims(r.d_k), title="queries Q = x W_q", key="st:q", container=c[0])
+        heatmap(r.keys[h], keys, _dims(r.d_k), title="keys K = x W_k", key="st:k", container=c[1])
+        heatmap(r.values[h], keys, _dims(r.d_v), title="values V = x W_v", key="st:v", container=c[2])
+    elif s == 2:
+        explain("omega = Q Kᵀ: how well each query matches each key (a dot product).")
+        heatmap(r.omega[h], tok, keys, title="omega = Q Kᵀ", key="st:omega")
+    elif s == 3:
+        explain(f"The scores are divided by {r.scale:.4g} so the softmax does not saturate as d_k grows.")
+        heatmap(r.scaled[h], tok, keys, title=f"omega / {r.scale:.4g}", key="st:scaled")
+    elif s == 4:
+        explain("Blocked scores become −∞, so the softmax gives them exactly zero weight.")
+        heatmap(r.masked[h], tok, keys, title="masked scores", blocked=r.mask, key="st:masked")
+    elif s == 5:
+        explain("Softmax turns each row into weights that are positive and sum to 1.")
+        heatmap(r.dropped_weights[h], tok, keys, title="softmax weights", kind="weights", key="st:weights")
+    else:
+        explain("Each context vector is the weights' mix of the value vectors: Z = A V.")
+        heatmap(r.context[h], tok, _dims(r.d_v), title="context Z = A V", key="st:context")
