@@ -350,56 +350,63 @@ def explain(sentence: str) -> None:
 
 # --------------------------------------------------------------------------- heatmaps
 
-SCHEMES = {"diverging": "blueorange", "weights": "viridis", "mask": None}
-
-
 @functools.lru_cache(maxsize=128)
-def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int, blocked: bool) -> dict:
-    """The Vega-Lite spec of a heatmap, built with Altair once per shape and reused.
+def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) -> dict:
+    """The Vega-Lite spec of a heatmap, built with Altair once per kind and shape and reused.
 
-    Altair builds and validates the spec (slow: tens of ms); the data goes to Streamlit
-    separately each run, so a slider move costs only the DataFrame.
+    Altair builds and validates the spec (slow: tens of ms), so it is cached; each run only
+    sends a numeric frame (i, j, value, blocked) and the axis labels as two spec params.
+    Labels, tooltips, the cell text and the blocked marking are derived in the browser.
     """
-    empty = pd.DataFrame(
-        {"i": [0], "j": [0], "row": ["a"], "col": ["b"], "value": [0.0], "text": [""], "dark": [False],
-         "blocked": [False]}
-    )  # fmt: skip
-    base = alt.Chart(empty).encode(
-        x=alt.X("col:N", sort=alt.EncodingSortField("j"), title=None, axis=alt.Axis(labelAngle=-45, labelLimit=90)),
-        y=alt.Y("row:N", sort=alt.EncodingSortField("i"), title=None, axis=alt.Axis(labelLimit=90)),
+    empty = pd.DataFrame({"i": [0], "j": [0], "value": [0.0], "blocked": [False]})
+    # blocked weights are exactly 0; blocked scores are -inf
+    off, off_cell = ("'0 (masked)'", "'0'") if kind == "weights" else ("'−∞ (blocked)'", "'−∞'")
+    axis = {"labelLimit": 90, "labelOverlap": True}
+    base = (
+        alt.Chart(empty)
+        .transform_calculate(
+            row="rowLabels[datum.i]",
+            col="colLabels[datum.j]",
+            shown=f"datum.blocked ? {off} : format(datum.value, '.4f')",
+            state="datum.value > 0.5 ? 'may attend' : 'blocked'",
+            cell=f"datum.blocked ? {off_cell} : format(datum.value, '.2f')",
+            size="abs(datum.blocked ? 0 : datum.value)",
+        )
+        .transform_joinaggregate(top="max(size)")
+        .encode(
+            x=alt.X("j:O", title=None, axis=alt.Axis(labelExpr="colLabels[datum.value]", labelAngle=-45, **axis)),
+            y=alt.Y("i:O", title=None, axis=alt.Axis(labelExpr="rowLabels[datum.value]", **axis)),
+        )
     )
-    tooltip = [
-        alt.Tooltip("row:N", title="row"),
-        alt.Tooltip("col:N", title="column"),
-        alt.Tooltip("text:N", title="value") if blocked else alt.Tooltip("value:Q", title="value", format=".4f"),
-    ]
+    tooltip = [alt.Tooltip("row:N", title="row"), alt.Tooltip("col:N", title="column")]
     if kind == "mask":
+        tooltip.append(alt.Tooltip("state:N", title="cell"))
         color = alt.Color(
-            "value:N", scale=alt.Scale(domain=["may attend", "blocked"], range=["#4c78a8", "#d9d9d9"]),
+            "state:N", scale=alt.Scale(domain=["may attend", "blocked"], range=["#4c78a8", "#d9d9d9"]),
             legend=alt.Legend(title=None, orient="bottom"),
         )  # fmt: skip
-    elif kind == "weights":
-        color = alt.Color("value:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), legend=alt.Legend(title=None))
     else:
-        color = alt.Color("value:Q", scale=alt.Scale(scheme="blueorange", domainMid=0), legend=alt.Legend(title=None))
-    if blocked:  # blocked cells are grey, whatever their (infinite) value
-        color = alt.condition("datum.blocked", alt.value("#c8c8c8"), color)
+        tooltip.append(alt.Tooltip("shown:N", title="value"))
+        scale = alt.Scale(scheme="viridis", domain=[0, 1]) if kind == "weights" else alt.Scale(scheme="blueorange", domainMid=0)
+        color = alt.condition("datum.blocked", alt.value("#c8c8c8"), alt.Color("value:Q", scale=scale, legend=alt.Legend(title=None)))
     rect = base.mark_rect().encode(color=color, tooltip=tooltip)
     if selectable:
         pick = alt.selection_point(name="pick", fields=["i"], on="click", clear=False)
-        rect = rect.add_params(pick).encode(
-            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.55)),
-        )
+        rect = rect.add_params(pick).encode(opacity=alt.condition(pick, alt.value(1.0), alt.value(0.55)))
     chart = rect
     if annotate:
+        dark = "datum.value < 0.5" if kind == "weights" else "datum.size > 0.6 * datum.top"
+        if kind == "mask":
+            dark = "datum.value > 0.5"
         txt = base.mark_text(fontSize=9).encode(
-            text="text:N",
-            color=alt.condition("datum.dark", alt.value("white"), alt.value("black")),
+            text="cell:N" if kind != "mask" else "state:N",
+            color=alt.condition(dark, alt.value("white"), alt.value("black")),
             tooltip=tooltip,
         )
+        if kind == "mask":
+            txt = txt.encode(text=alt.Text("value:Q", format="d"))
         chart = alt.layer(rect, txt)
-    chart = chart.properties(title=title, height=height)
-    spec = chart.to_dict()
+    spec = chart.properties(title=title, height=height).to_dict()
     spec.pop("datasets", None)
     spec.pop("data", None)
     for layer in spec.get("layer", []):
@@ -407,38 +414,21 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int, 
     return spec
 
 
-def _frame(matrix: torch.Tensor, rows: Sequence[str], cols: Sequence[str], kind: str, blocked) -> pd.DataFrame:
-    m = matrix.detach().to(torch.float64).numpy()
+def _frame(matrix: torch.Tensor, blocked: torch.Tensor | None) -> pd.DataFrame:
+    """The long, numeric form of a matrix: one row per cell (cheap to send, even at 512 x 512)."""
+    m = matrix.detach().to(torch.float32).numpy()
     r, c = m.shape
-    frame = pd.DataFrame(
+    flat = m.reshape(-1)
+    isblocked = np.zeros(r * c, dtype=bool) if blocked is None else ~blocked.numpy().reshape(-1)
+    return pd.DataFrame(
         {
-            "i": np.repeat(np.arange(r), c),
-            "j": np.tile(np.arange(c), r),
-            "row": np.repeat(np.asarray(rows, dtype=object), c),
-            "col": np.tile(np.asarray(cols, dtype=object), r),
+            "i": np.repeat(np.arange(r, dtype=np.int32), c),
+            "j": np.tile(np.arange(c, dtype=np.int32), r),
+            # Vega-Lite drops NaN cells, so blocked (-inf) cells carry 0 and are marked by `blocked`
+            "value": np.where(isblocked | ~np.isfinite(flat), np.float32(0), flat),
+            "blocked": isblocked,
         }
     )
-    flat = m.reshape(-1)
-    if kind == "mask":
-        frame["value"] = np.where(flat > 0.5, "may attend", "blocked")
-        frame["text"] = np.where(flat > 0.5, "1", "0")
-        frame["dark"] = flat > 0.5
-        frame["blocked"] = False
-        return frame
-    isblocked = np.zeros(r * c, dtype=bool) if blocked is None else ~blocked.numpy().reshape(-1)
-    finite = np.where(np.isfinite(flat), flat, 0.0)
-    frame["value"] = np.where(isblocked, np.nan, finite)
-    if r <= ANNOTATE_MAX and c <= ANNOTATE_MAX:
-        frame["text"] = np.where(isblocked, "−∞" if kind == "diverging" else "0", np.char.mod("%.2f", finite))
-    else:
-        frame["text"] = np.where(isblocked, "−∞", "")
-    if kind == "weights":
-        frame["dark"] = finite < 0.5
-    else:
-        top = np.abs(finite).max() if finite.size else 0.0
-        frame["dark"] = np.abs(finite) > 0.6 * top if top > 0 else False
-    frame["blocked"] = isblocked
-    return frame
 
 
 def heatmap(
@@ -457,13 +447,18 @@ def heatmap(
 
     kind: 'diverging' (centred on zero: scores, embeddings, context), 'weights' (0 to 1),
     or 'mask' (booleans). blocked: a (rows, cols) bool tensor, True where a query may
-    attend; the other cells show grey with -inf.
+    attend; the other cells show grey with −∞. Matrices up to 16 x 16 print their values.
     """
     r, c = matrix.shape
     annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX
     height = int(min(max(24 * r, 100), 520)) + 100  # the chart height includes title and axes
-    spec = _spec(kind, title, annotate, selectable, height, blocked is not None)
-    frame = _frame(matrix, rows, cols, kind, blocked)
+    spec = dict(_spec(kind, title, annotate, selectable, height))
+    spec["params"] = [
+        *spec.get("params", []),
+        {"name": "rowLabels", "value": list(rows)},
+        {"name": "colLabels", "value": list(cols)},
+    ]
+    frame = _frame(matrix.float() if kind == "mask" else matrix, blocked)
     target = container or st
     if selectable:
         event = target.vega_lite_chart(
@@ -643,7 +638,7 @@ def _stage(s: int, r: Result, h: int, tok: list[str], keys: list[str]) -> None:
         heatmap(r.masked[h], tok, keys, title="masked scores", blocked=r.mask, key="st:masked")
     elif s == 5:
         explain("Softmax turns each row into weights that are positive and sum to 1.")
-        heatmap(r.dropped_weights[h], tok, keys, title="softmax weights", kind="weights", key="st:weights")
+        heatmap(r.dropped_weights[h], tok, keys, title="softmax weights", kind="weights", blocked=r.mask, key="st:weights")
     else:
         explain("Each context vector is the weights' mix of the value vectors: Z = A V.")
         heatmap(r.context[h], tok, _dims(r.d_v), title="context Z = A V", key="st:context")
