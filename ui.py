@@ -24,7 +24,8 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from attention import Config, Result, compute as _compute_uncached, export
+from attention import Config, Result, export
+from attention import compute as _compute_uncached
 from attention.config import MASKS, MAX_TOKENS, RASCHKA_SENTENCE, tokenize
 
 MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
@@ -350,6 +351,7 @@ def explain(sentence: str) -> None:
 
 # --------------------------------------------------------------------------- heatmaps
 
+
 @functools.lru_cache(maxsize=128)
 def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) -> dict:
     """The Vega-Lite spec of a heatmap, built with Altair once per kind and shape and reused.
@@ -387,8 +389,14 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
         )  # fmt: skip
     else:
         tooltip.append(alt.Tooltip("shown:N", title="value"))
-        scale = alt.Scale(scheme="viridis", domain=[0, 1]) if kind == "weights" else alt.Scale(scheme="blueorange", domainMid=0)
-        color = alt.condition("datum.blocked", alt.value("#c8c8c8"), alt.Color("value:Q", scale=scale, legend=alt.Legend(title=None)))
+        scale = (
+            alt.Scale(scheme="viridis", domain=[0, 1])
+            if kind == "weights"
+            else alt.Scale(scheme="blueorange", domainMid=0)
+        )
+        color = alt.condition(
+            "datum.blocked", alt.value("#c8c8c8"), alt.Color("value:Q", scale=scale, legend=alt.Legend(title=None))
+        )
     rect = base.mark_rect().encode(color=color, tooltip=tooltip)
     if selectable:
         pick = alt.selection_point(name="pick", fields=["i"], on="click", clear=False)
@@ -501,7 +509,7 @@ def walkthrough(result: Result, head: int, i: int) -> None:
     j = int(torch.argmax(torch.where(allowed, omega, torch.tensor(float("-inf"))))) if allowed.any() else 0
     st.latex(
         rf"\omega_{{{n},{j + 1}}} = q^{{({n})}} \cdot k^{{({j + 1})}} = "
-        + _terms(list(zip(q.tolist(), keys[j].tolist())))
+        + _terms(list(zip(q.tolist(), keys[j].tolist(), strict=True)))
         + rf" = {_num(float(omega[j]))}"
     )
     factor = result.scale
@@ -523,9 +531,7 @@ def walkthrough(result: Result, head: int, i: int) -> None:
     )
     z = result.context[head, i]
     first = [(float(weights[jj]), float(values[jj, 0])) for jj in range(len(cols))]
-    st.latex(
-        rf"z^{{({n})}}_1 = \sum_j \alpha_{{{n},j}} v^{{(j)}}_1 = " + _terms(first) + rf" = {_num(float(z[0]))}"
-    )
+    st.latex(rf"z^{{({n})}}_1 = \sum_j \alpha_{{{n},j}} v^{{(j)}}_1 = " + _terms(first) + rf" = {_num(float(z[0]))}")
     table = pd.DataFrame(
         {
             "key": cols,
@@ -638,7 +644,9 @@ def _stage(s: int, r: Result, h: int, tok: list[str], keys: list[str]) -> None:
         heatmap(r.masked[h], tok, keys, title="masked scores", blocked=r.mask, key="st:masked")
     elif s == 5:
         explain("Softmax turns each row into weights that are positive and sum to 1.")
-        heatmap(r.dropped_weights[h], tok, keys, title="softmax weights", kind="weights", blocked=r.mask, key="st:weights")
+        heatmap(
+            r.dropped_weights[h], tok, keys, title="softmax weights", kind="weights", blocked=r.mask, key="st:weights"
+        )
     else:
         explain("Each context vector is the weights' mix of the value vectors: Z = A V.")
         heatmap(r.context[h], tok, _dims(r.d_v), title="context Z = A V", key="st:context")
