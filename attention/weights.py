@@ -129,6 +129,8 @@ def projections(config: Config, g: torch.Generator) -> Projections:
             zeros(h * d_k), zeros(h * d_k), zeros(h * d_v), out, b_out,
         )  # fmt: skip
     sizes = (d_k, d_k, d_v)
+    # the split layout draws one d_model x d_out matrix per projection and cuts its product into heads
+    heads, widths = (1, (config.split_width,) * 3) if split else (h, sizes)
     qkv: list[tuple[torch.Tensor, torch.Tensor | None]] = []
     if init == "linear":
         if split:  # one Linear(d_model, d_out) each, cut into heads by view (tutorial 003)
@@ -137,10 +139,9 @@ def projections(config: Config, g: torch.Generator) -> Projections:
             per_head = [[_linear(d, n, bias, g) for n in sizes] for _ in range(h)]
             qkv = [_cat([ph[i] for ph in per_head]) for i in range(3)]
     elif init in ("rand", "rand-transposed"):
-        heads, widths = (1, (config.split_width,) * 3) if split else (h, sizes)
         qkv = [_rand(heads, d, n, bias, init == "rand-transposed", g) for n in widths]
-    else:
-        qkv = [_identity(h, d, n, bias) for n in sizes]
+    else:  # identity: eye(d_model, d_k) per head, or one eye(d_model, d_out) cut into heads
+        qkv = [_identity(heads, d, n, bias) for n in widths]
     w_out = b_out = None
     if config.out_proj:
         d_cat, d_o = h * d_v, config.out_width
