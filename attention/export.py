@@ -1,0 +1,504 @@
+"""Exports of a computation: a JSON object, CSV tables with safe labels, and a standalone PyTorch script.
+
+`to_dict` / `to_json` give every matrix as a list of rows (the command line's `--format json`);
+`matrix_csv` writes one matrix for a spreadsheet, its token labels defused against formula injection;
+`script` writes the plain PyTorch that reproduces `compute(config)`, for the dashboard's Code panel.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from . import masks
+from .config import Config
+from .core import Result
+
+# A spreadsheet evaluates a cell that starts with one of these as a formula (OWASP, "CSV Injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+# JSON -------------------------------------------------------------------------------------------
+
+
+def _rows(t: torch.Tensor | None) -> list | None:
+    """A tensor as nested lists; non-finite numbers (overflow) become None, since JSON has no inf or NaN."""
+    if t is None:
+        return None
+    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        return [_rows(row) for row in t] if t.dim() > 1 else [x if math.isfinite(x) else None for x in t.tolist()]
+    return t.tolist()
+
+
+def to_dict(result: Result) -> dict[str, Any]:
+    """The Result as JSON-ready data: every matrix a list of rows, the mask a list of rows of true/false.
+
+    Per head: w_query/w_key (d_model, d_k), w_value (d_model, d_v), queries (T_q, d_k), keys (T_k, d_k),
+    values (T_k, d_v), omega/scaled/mask/weights (T_q, T_k), context (T_q, d_v). The -inf masked scores
+    are left out (the mask says which weights are blocked); w_out and the biases are None when absent.
+    """
+    mask = result.mask.tolist()
+    heads = []
+    for i in range(result.heads):
+        bias = {name: None if b is None else b[i].tolist() for name, b in _biases(result)}
+        heads.append(
+            {
+                "w_query": _rows(result.w_query[i]),
+                "w_key": _rows(result.w_key[i]),
+                "w_value": _rows(result.w_value[i]),
+                **bias,
+                "queries": _rows(result.queries[i]),
+                "keys": _rows(result.keys[i]),
+                "values": _rows(result.values[i]),
+                "omega": _rows(result.omega[i]),
+                "scaled": _rows(result.scaled[i]),
+                "mask": mask,
+                "weights": _rows(result.weights[i]),
+                "dropped_weights": _rows(result.dropped_weights[i]),
+                "context": _rows(result.context[i]),
+            }
+        )
+    return {
+        "config": result.config.to_dict(),
+        "tokens": list(result.tokens),
+        "key_tokens": list(result.key_tokens),
+        "embeddings": _rows(result.embeddings),
+        "key_embeddings": _rows(result.key_embeddings),
+        "scale": result.scale,
+        "heads": heads,
+        "concat": _rows(result.concat),
+        "w_out": _rows(result.w_out),
+        "b_out": _rows(result.b_out),
+        "output": _rows(result.output),
+        "empty_rows": result.empty_rows.tolist(),
+    }
+
+
+def _biases(result: Result) -> tuple[tuple[str, torch.Tensor | None], ...]:
+    return (("b_query", result.b_query), ("b_key", result.b_key), ("b_value", result.b_value))
+
+
+def to_json(result: Result, indent: int | None = None) -> str:
+    """`to_dict` as strict JSON text (no NaN or Infinity tokens; non-ASCII escaped)."""
+    return json.dumps(to_dict(result), indent=indent, allow_nan=False)
+
+
+# CSV --------------------------------------------------------------------------------------------
+
+
+def labels(tokens: Sequence[str]) -> list[str]:
+    """Distinct axis labels for tokens: position, a space, then the word ("1 Life", "2 is").
+
+    Repeated words ("the ... the") would otherwise collapse into one heatmap row or CSV label;
+    the dashboard's heatmap axes and the CSV export both use these labels.
+    """
+    return [f"{i} {token}" for i, token in enumerate(tokens, start=1)]
+
+
+def safe_cell(text: str) -> str:
+    """Text a spreadsheet shows as text: a leading =, +, -, @, tab or CR gets a ' before it (OWASP)."""
+    return "'" + text if text.lstrip(" ")[:1] in _FORMULA_START and text[:1] != "'" else text
+
+
+def matrix_csv(
+    matrix: torch.Tensor | Sequence[Sequence[float]],
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    corner: str = "",
+) -> str:
+    """CSV text of a (rows, cols) matrix: a header of column labels, then one row per row label.
+
+    Labels are user text, so each is defused with `safe_cell` and quoted by the csv module; numbers are
+    written in the shortest form that reads back to the same float32 (booleans as 1/0).
+    """
+    t = matrix if isinstance(matrix, torch.Tensor) else torch.tensor(matrix)
+    if t.dim() != 2 or tuple(t.shape) != (len(row_labels), len(col_labels)):
+        raise ValueError(
+            f"matrix_csv needs a {len(row_labels)}x{len(col_labels)} matrix (rows x columns), got {tuple(t.shape)}"
+        )
+    cells = _bool_cells(t) if t.dtype == torch.bool else _float_cells(t)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([safe_cell(corner), *(safe_cell(c) for c in col_labels)])
+    for label, row in zip(row_labels, cells, strict=True):
+        writer.writerow([safe_cell(label), *row])
+    return out.getvalue()
+
+
+def _bool_cells(t: torch.Tensor) -> list[list[str]]:
+    return [["1" if x else "0" for x in row] for row in t.tolist()]
+
+
+def _float_cells(t: torch.Tensor) -> list[list[str]]:
+    """Seven significant digits, widened to eight or nine where float32 needs them to read back exactly."""
+    t = t.to(torch.float32)
+    values = t.tolist()
+    cells = [[f"{x:.7g}" for x in row] for row in values]
+    back = torch.tensor([[float(s) for s in row] for row in cells], dtype=torch.float32)  # (rows, cols)
+    inexact = ~((back == t) | (torch.isnan(back) & torch.isnan(t)))
+    for i, j in inexact.nonzero().tolist():
+        x = values[i][j]
+        cells[i][j] = next(s for s in (f"{x:.8g}", f"{x:.9g}") if torch.tensor(float(s), dtype=torch.float32) == x)
+    return cells
+
+
+# Script -----------------------------------------------------------------------------------------
+
+
+def script(config: Config) -> str:
+    """A standalone PyTorch script (torch, math and json only) that reproduces `compute(config)`.
+
+    It draws the inputs and weights from a seeded `torch.Generator` in the package's order, embeds given
+    matrices as literals, writes out only the steps this config uses, and prints the softmax weights
+    (h, T_q, T_k) and the output (T_q, d_out) as JSON. User text appears only inside string literals.
+    """
+    return "\n".join(_Script(config).lines) + "\n"
+
+
+def _num(x: float) -> str:
+    return repr(float(x))
+
+
+def _literal(matrix: Sequence[Sequence[Any]], fmt=_num) -> str:
+    """A nested list literal, one row per line."""
+    rows = ",\n".join("    [" + ", ".join(fmt(x) for x in row) + "]" for row in matrix)
+    return "[\n" + rows + ",\n]"
+
+
+class _Script:
+    """Builds the script line by line; each step writes only the branch its config takes."""
+
+    def __init__(self, config: Config) -> None:
+        self.c = config
+        self.split = config.head_layout == "split"
+        self.d_o = "d_out" if self.split else "d_model"  # width of the output projection
+        self.lines: list[str] = []
+        self.steps = 0
+        self.needs_math = config.scale == "sqrt" or config.init == "linear"
+        draws = config.init in ("rand", "rand-transposed", "linear") or config.dropout > 0
+        self.reseeds = draws or self._key_inputs_drawn()
+        self.header()
+        self.inputs()
+        self.weights()
+        self.key_inputs()
+        self.attention()
+        self.output()
+
+    def emit(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    def section(self, title: str) -> None:
+        self.steps += 1
+        self.emit(f"# {self.steps}. {title}")
+
+    # the steps ----------------------------------------------------------------------------------
+
+    def header(self) -> None:
+        c = self.c
+        self.emit('"""Attention, step by step in plain PyTorch: reproduces attention.compute() for one config."""', "")
+        self.emit("import json", *(["import math"] if self.needs_math else []), "", "import torch", "", "")
+        if c.init == "linear":
+            self.linear_def()
+        self.emit(f"seed = {c.seed}")
+        if self.split:
+            self.emit(f"d_model, h, d_out = {c.width}, {c.heads}, {c.split_width}")
+            self.emit("d_k = d_v = d_out // h  # split layout: one projection d_out wide, cut into h heads")
+        else:
+            d_k, d_v = c.head_dims
+            self.emit(f"d_model, d_k, d_v, h = {c.width}, {d_k}, {d_v}, {c.heads}  # every head has its own weights")
+        self.emit("")
+
+    def linear_def(self) -> None:
+        """`linear(d_in, d_out)`: nn.Linear's default init drawn from g, with a bias argument only if needed."""
+        c = self.c
+        with_bias = c.bias or (c.out_proj and c.out_bias)
+        self.emit(
+            "def linear(d_in, d_out" + (", bias=False" if with_bias else "") + "):",
+            '    """nn.Linear(d_in, d_out)\'s default init, drawn from g; returned as x @ W: (d_in, d_out)'
+            + (", and its bias" if with_bias else "")
+            + '."""',
+            "    w = torch.empty(d_out, d_in)",
+            "    torch.nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=g)  # U(-1/sqrt(d_in), 1/sqrt(d_in))",
+        )
+        if with_bias:
+            self.emit(
+                "    if not bias:",
+                "        return w.T",
+                "    b = torch.empty(d_out).uniform_(-1 / math.sqrt(d_in), 1 / math.sqrt(d_in), generator=g)",
+                "    return w.T, b",
+            )
+        else:
+            self.emit("    return w.T")
+        self.emit("", "")
+
+    def inputs(self) -> None:
+        c = self.c
+        self.section("inputs: one row per token")
+        if c.embeddings is not None:
+            self.emit(f"x = torch.tensor({_literal(c.embeddings)})  # (T_q, d_model) given embeddings")
+        else:
+            self.emit(f"tokens = {list(c.tokens)!r}")
+            if c.embedding_init == "embedding" and self._table_words_include_keys():
+                self.emit(f"key_tokens = {list(c.key_tokens)!r}")
+            self.emit(self._generator("a private generator: the numbers torch.manual_seed(seed) gives"))
+            if c.embedding_init == "embedding":
+                self.vocab_table()
+                self.emit("x = table[torch.tensor([vocab.index(t) for t in tokens])]  # (T_q, d_model)")
+            else:
+                self.emit(f"x = torch.{c.embedding_init}({len(c.tokens)}, d_model, generator=g)  # (T_q, d_model)")
+        if not c.is_cross:
+            self.emit("x_kv = x  # self-attention: keys and values come from the same tokens")
+        elif c.cross_embeddings is not None:
+            self.emit(f"x_kv = torch.tensor({_literal(c.cross_embeddings)})  # (T_k, d_model) given key/value inputs")
+        elif self._key_init() == "embedding" and c.embeddings is None and c.embedding_init == "embedding":
+            self.emit("x_kv = table[torch.tensor([vocab.index(t) for t in key_tokens])]  # (T_k, d_model)")
+        self.emit("")
+
+    def vocab_table(self) -> None:
+        words = "set(tokens) | set(key_tokens)" if self._table_words_include_keys() else "set(tokens)"
+        self.emit(
+            f"vocab = sorted({words})  # the Raschka tutorial sorts its words",
+            "table = torch.randn(len(vocab), d_model, generator=g)  # nn.Embedding initialises with randn",
+        )
+
+    def weights(self) -> None:
+        c = self.c
+        self.section("projections W_query, W_key, W_value, used as x @ W")
+        if self.reseeds:
+            self.emit(self._generator("reseeded before the weights, as the tutorials do"))
+        if c.init == "given":
+            for name, matrix, d in (
+                ("W_query", c.w_query, "d_k"),
+                ("W_key", c.w_key, "d_k"),
+                ("W_value", c.w_value, "d_v"),
+            ):
+                self.emit(self._given(name, matrix, d))
+            if c.bias:
+                self.emit("# given weights come without biases (they are zero)")
+        elif c.init == "identity":
+            for name, d in (("W_query", "d_k"), ("W_key", "d_k"), ("W_value", "d_v")):
+                if self.split:
+                    self.emit(f"{name} = torch.eye(d_model, d_out)  # (d_model, d_out): no projection")
+                else:
+                    self.emit(f"{name} = torch.eye(d_model, {d}).expand(h, -1, -1)  # (h, d_model, {d}): no projection")
+            if c.bias:
+                self.emit("# the identity init has zero biases")
+        elif c.init == "linear":
+            self.linear_weights()
+        else:
+            self.rand_weights()
+        if c.out_proj:
+            self.out_weights()
+        self.emit("")
+
+    def rand_weights(self) -> None:
+        c = self.c
+        transposed = c.init == "rand-transposed"
+        for name, b, d in (("W_query", "b_query", "d_k"), ("W_key", "b_key", "d_k"), ("W_value", "b_value", "d_v")):
+            if self.split:
+                shape = "d_out, d_model" if transposed else "d_model, d_out"
+                used = (
+                    ".T  # (d_model, d_out): torch.rand(d_out, d_model) used as W x"
+                    if transposed
+                    else "  # (d_model, d_out)"
+                )
+                self.emit(f"{name} = torch.rand({shape}, generator=g){used}")
+                if c.bias:
+                    self.emit(f"{b} = torch.rand(d_out, generator=g)  # (d_out,)")
+            else:
+                shape = f"h, {d}, d_model" if transposed else f"h, d_model, {d}"
+                used = f".transpose(1, 2)  # (h, d_model, {d}): rand({d}, d_model) per head used as W x"
+                self.emit(
+                    f"{name} = torch.rand({shape}, generator=g)" + (used if transposed else f"  # (h, d_model, {d})")
+                )
+                if c.bias:
+                    self.emit(f"{b} = torch.rand(h, 1, {d}, generator=g)  # (h, 1, {d})")
+
+    def linear_weights(self) -> None:
+        c = self.c
+        bias = ", bias=True" if c.bias else ""
+        if self.split:
+            for name, b in (("W_query", "b_query"), ("W_key", "b_key"), ("W_value", "b_value")):
+                target = f"{name}, {b}" if c.bias else name
+                self.emit(f"{target} = linear(d_model, d_out{bias})  # (d_model, d_out), cut into heads below")
+            return
+        self.emit(
+            f"layers = [[linear(d_model, d{bias}) for d in (d_k, d_k, d_v)] for _ in range(h)]  # per head: q, k, v"
+        )
+        if c.bias:
+            self.emit(
+                "W_query, W_key, W_value = (torch.stack([head[i][0] for head in layers]) for i in range(3))",
+                "b_query, b_key, b_value = (torch.stack([head[i][1] for head in layers])[:, None] for i in range(3))",
+            )
+        else:
+            self.emit("W_query, W_key, W_value = (torch.stack([head[i] for head in layers]) for i in range(3))")
+
+    def out_weights(self) -> None:
+        c = self.c
+        d_o = self.d_o
+        if c.init == "given":
+            self.emit(f"W_out = torch.tensor({_literal(c.w_out)})  # (h * d_v, {d_o})")
+        elif c.init == "identity":
+            self.emit(f"W_out = torch.eye(h * d_v, {d_o})  # (h * d_v, {d_o})")
+        elif c.init == "linear":
+            if c.out_bias:
+                self.emit(
+                    f"W_out, b_out = linear(h * d_v, {d_o}, bias=True)  # the output projection, (h * d_v, {d_o})"
+                )
+            else:
+                bias = ", bias=False" if c.bias else ""
+                self.emit(f"W_out = linear(h * d_v, {d_o}{bias})  # the output projection, (h * d_v, {d_o})")
+        elif c.init == "rand-transposed":
+            self.emit(f"W_out = torch.rand({d_o}, h * d_v, generator=g).T  # (h * d_v, {d_o})")
+        else:
+            self.emit(f"W_out = torch.rand(h * d_v, {d_o}, generator=g)  # (h * d_v, {d_o})")
+        if c.out_bias and c.init in ("rand", "rand-transposed"):
+            self.emit(f"b_out = torch.rand({d_o}, generator=g)  # ({d_o},)")
+        elif c.out_bias and c.init in ("given", "identity"):
+            self.emit("# the output bias is zero for this init")
+
+    def key_inputs(self) -> None:
+        """Key/value inputs that are drawn after the weights (Raschka's cross-attention cell)."""
+        c = self.c
+        if not self._key_inputs_drawn():
+            return
+        self.section("key/value inputs, drawn after the weights")
+        if self._key_init() == "embedding":  # the query inputs drew no table: draw one now
+            self.emit(f"key_tokens = {list(c.key_tokens)!r}")
+            if c.embeddings is not None:
+                self.emit(f"tokens = {list(c.tokens)!r}")
+            self.vocab_table()
+            self.emit("x_kv = table[torch.tensor([vocab.index(t) for t in key_tokens])]  # (T_k, d_model)")
+        else:
+            self.emit(f"x_kv = torch.{self._key_init()}({len(c.key_tokens)}, d_model, generator=g)  # (T_k, d_model)")
+        self.emit("")
+
+    def attention(self) -> None:
+        c = self.c
+        self.section("queries, keys, values: one set per head")
+        bias = {
+            b: (f" + {b}" if c.bias and c.init in ("rand", "rand-transposed", "linear") else "")
+            for b in ("b_query", "b_key", "b_value")
+        }
+        for name, x, w, b, d, t in (
+            ("queries", "x", "W_query", "b_query", "d_k", "T_q"),
+            ("keys", "x_kv", "W_key", "b_key", "d_k", "T_k"),
+            ("values", "x_kv", "W_value", "b_value", "d_v", "T_k"),
+        ):
+            if self.split:
+                self.emit(f"{name} = ({x} @ {w}{bias[b]}).view(-1, h, {d}).transpose(0, 1)  # (h, {t}, {d})")
+            else:
+                self.emit(f"{name} = {x} @ {w}{bias[b]}  # (h, {t}, {d})")
+        self.emit("")
+        steps = (
+            "scores",
+            "scaling" * (c.scale != "none"),
+            "mask" * self._masks(),
+            "softmax",
+            "dropout" * (c.dropout > 0),
+        )
+        self.section(", ".join(s for s in steps if s))
+        self.emit("omega = queries @ keys.transpose(-2, -1)  # (h, T_q, T_k) unnormalised scores")
+        if c.scale == "sqrt":
+            self.emit("scaled = omega / math.sqrt(d_k)  # (h, T_q, T_k)")
+        elif c.scale == "temperature":
+            self.emit(f"scaled = omega / {_num(c.temperature)}  # (h, T_q, T_k) divided by the temperature")
+        else:
+            self.emit("scaled = omega  # unscaled")
+        scores = self.mask()
+        self.emit(f"weights = torch.softmax({scores}, dim=-1)  # (h, T_q, T_k), each row sums to 1")
+        if scores != "scaled" and bool((~self._mask().any(dim=-1)).any()):
+            self.emit(
+                "weights = weights.masked_fill(~mask.any(dim=-1)[:, None], 0.0)  # a row with no key: zeros, not NaN"
+            )
+        if c.dropout > 0:
+            self.emit(
+                f"keep = torch.rand(weights.shape, generator=g) >= {_num(c.dropout)}  # dropout, as nn.Dropout trains",
+                f"dropped = weights * keep / (1 - {_num(c.dropout)})  # (h, T_q, T_k)",
+                "context = dropped @ values  # (h, T_q, d_v)",
+            )
+        else:
+            self.emit("context = weights @ values  # (h, T_q, d_v)")
+        self.emit("")
+
+    def mask(self) -> str:
+        """Emit the mask (True = may attend) and return the expression the softmax takes."""
+        c = self.c
+        t_q, t_k = len(c.tokens), len(c.key_tokens)
+        if not self._masks():
+            return "scaled"
+        if c.mask == "causal":
+            self.emit(
+                f"mask = torch.ones({t_q}, {t_k}, dtype=torch.bool).tril()  # (T_q, T_k) causal, True = may attend"
+            )
+        elif c.mask == "padding":
+            self.emit(
+                f"mask = torch.ones({t_q}, {t_k}, dtype=torch.bool)  # (T_q, T_k), True = may attend",
+                f"mask[:, {max(t_k - c.padding, 0)}:] = False  # the last {c.padding} keys are padding",
+            )
+        elif c.mask == "window":
+            self.emit(
+                f"i, j = torch.arange({t_q})[:, None], torch.arange({t_k})[None, :]",
+                f"mask = (j <= i) & (j > i - {c.window})  # (T_q, T_k) query i sees keys i-{c.window - 1} .. i",
+            )
+        else:
+            literal = _literal(c.custom_mask, fmt=lambda b: "True" if b else "False")
+            self.emit(f"mask = torch.tensor({literal})  # (T_q, T_k), True = may attend")
+        return 'scaled.masked_fill(~mask, float("-inf"))'
+
+    def output(self) -> None:
+        c = self.c
+        self.section("heads side by side" + (", then the output projection" if c.out_proj else ""))
+        self.emit("concat = context.transpose(0, 1).reshape(context.shape[1], -1)  # (T_q, h * d_v)")
+        if c.out_proj:
+            b_out = " + b_out" if c.out_bias and c.init in ("rand", "rand-transposed", "linear") else ""
+            self.emit(f"output = concat @ W_out{b_out}  # (T_q, {self.d_o})")
+        else:
+            self.emit("output = concat")
+        self.emit('print(json.dumps({"weights": weights.tolist(), "output": output.tolist()}))')
+
+    # helpers ------------------------------------------------------------------------------------
+
+    def _generator(self, why: str) -> str:
+        return f"g = torch.Generator().manual_seed(seed)  # {why}"
+
+    def _given(self, name: str, matrix, d: str) -> str:
+        if self.split:
+            return f"{name} = torch.tensor({_literal(matrix)})  # (d_model, d_out)"
+        if self.c.heads == 1:
+            return f"{name} = torch.tensor({_literal(matrix)})[None]  # (1, d_model, {d})"
+        return (
+            f"{name} = torch.tensor({_literal(matrix)}).view(d_model, h, {d}).transpose(0, 1)"
+            f"  # (h, d_model, {d}): the heads sit side by side in the columns"
+        )
+
+    def _key_init(self) -> str:
+        return self.c.cross_embedding_init or self.c.embedding_init
+
+    def _key_inputs_drawn(self) -> bool:
+        """Cross-attention whose key/value inputs come from the second generator, after the weights."""
+        c = self.c
+        if not c.is_cross or c.cross_embeddings is not None:
+            return False
+        return self._key_init() != "embedding" or c.embeddings is not None or c.embedding_init != "embedding"
+
+    def _table_words_include_keys(self) -> bool:
+        """The embedding table covers the key words too (as attention.weights.vocabulary does)."""
+        c = self.c
+        return c.is_cross and c.cross_embeddings is None and c.cross_embedding_init in (None, "embedding")
+
+    def _masks(self) -> bool:
+        """Whether the mask blocks anything that the script must write out."""
+        return not (self.c.mask == "none" or (self.c.mask == "padding" and self.c.padding == 0))
+
+    def _mask(self) -> torch.Tensor:
+        c = self.c
+        return masks.build(
+            c.mask, len(c.tokens), len(c.key_tokens), n_padding=c.padding, width=c.window, custom=c.custom_mask
+        )  # (T_q, T_k)
