@@ -1,0 +1,283 @@
+"""The command line: `python -m attention [--preset NAME] [--FIELD VALUE ...] [--format table|json|script]`.
+
+Every Config field is a flag (`d_k` is `--d-k`), matrices are JSON files, and flags given override the
+preset's values. Bad flags or values exit with status 2 and one line on stderr, never a traceback.
+
+    python -m attention --list-presets
+    python -m attention --preset chef-causal --format json
+    python -m attention --sentence "the cat sat on the mat" --heads 2 --mask causal
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import torch
+
+from . import export, presets
+from .config import EMBEDDING_INITS, HEAD_LAYOUTS, INITS, MASKS, SCALES, Config, tokenize
+from .core import Result, compute
+
+PROG = "attention"
+FLOAT32_MAX = torch.finfo(torch.float32).max
+MATRIX_FLAGS = ("embeddings", "cross_embeddings", "w_query", "w_key", "w_value", "w_out")
+
+
+class UsageError(Exception):
+    """A bad flag or value: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose own errors are one line, like ours, instead of usage text and a message."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=f"python -m {PROG}",
+        description="Attention one step at a time: every intermediate of self-, masked, multi-head and "
+        "cross-attention. Flags override the preset's values.",
+        allow_abbrev=False,
+    )
+    p.add_argument("--list-presets", action="store_true", help="list the presets and exit")
+    p.add_argument("--preset", metavar="NAME", help="start from a tutorial preset (see --list-presets)")
+    p.add_argument(
+        "--format", choices=("table", "json", "script"), default="table", help="table (default), json, or script"
+    )
+    add = p.add_argument_group("config (defaults: the Raschka tutorial)").add_argument
+    add("--sentence", metavar="TEXT", help="query sentence, word-level tokens")
+    add("--embeddings", metavar="FILE.json", help="(T, d_model) query inputs as a JSON list of rows")
+    add("--cross-sentence", metavar="TEXT", help="key/value sentence: cross-attention")
+    add("--cross-embeddings", metavar="FILE.json", help="(T_k, d_model) key/value inputs")
+    add("--embedding-init", choices=EMBEDDING_INITS)
+    add("--cross-embedding-init", choices=EMBEDDING_INITS)
+    add("--d-model", type=int, metavar="N", help="embedding width (left out with --embeddings: their width)")
+    add("--d-k", type=int, metavar="N")
+    add("--d-v", type=int, metavar="N")
+    add("--d-out", type=int, metavar="N", help="split layout: total projection width")
+    add("--heads", type=int, metavar="N")
+    add("--head-layout", choices=HEAD_LAYOUTS)
+    add("--init", choices=INITS)
+    for name in ("query", "key", "value", "out"):
+        add(f"--w-{name}", metavar="FILE.json", help=f"given W_{name}, used as x @ W (implies --init given)")
+    add("--bias", action=argparse.BooleanOptionalAction, help="q/k/v bias")
+    add("--out-proj", action=argparse.BooleanOptionalAction, help="output projection")
+    add("--out-bias", action=argparse.BooleanOptionalAction, help="bias of the output projection")
+    add("--scale", choices=SCALES)
+    add("--temperature", type=float, metavar="T", help="divide the scores by T (implies --scale temperature)")
+    add("--mask", choices=MASKS)
+    add("--padding", type=int, metavar="N", help="padding mask: block the last N keys (implies --mask padding)")
+    add("--window", type=int, metavar="W", help="window mask: query i sees keys i-W+1 .. i (implies --mask window)")
+    add(
+        "--custom-mask",
+        metavar="FILE.json",
+        help='T_q x T_k true/false or 1/0, or {"mask": [...]} (implies --mask custom)',
+    )
+    add("--dropout", type=float, metavar="P")
+    add("--seed", type=int, metavar="N")
+    return p
+
+
+# reading flags ----------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def read_json(path: str, flag: str) -> Any:
+    """The JSON value in a file; NaN and Infinity literals are refused."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError:
+        raise UsageError(f"{flag}: {path!r} is not UTF-8 text") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
+        raise UsageError(f"{flag}: cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise UsageError(f"{flag}: {path!r} is nested too deeply") from None
+    except ValueError as exc:  # json.JSONDecodeError, NaN/Infinity, integers with too many digits
+        raise UsageError(f"{flag}: {path!r} is not valid JSON: {exc}") from None
+
+
+def read_matrix(path: str, flag: str) -> list[list[float]]:
+    """A rectangular JSON list of rows of finite numbers that fit a float32."""
+    value = read_json(path, flag)
+    if not isinstance(value, list) or not value or not all(isinstance(row, list) and row for row in value):
+        raise UsageError(f"{flag}: {path!r} must hold a matrix: a list of rows of numbers, e.g. [[1, 0], [0, 1]]")
+    for i, row in enumerate(value):
+        if len(row) != len(value[0]):
+            sizes = f"row 1 has {len(value[0])} numbers, row {i + 1} has {len(row)}"
+            raise UsageError(f"{flag}: the matrix is not rectangular: {sizes}")
+        for x in row:
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                raise UsageError(f"{flag}: row {i + 1} holds {json.dumps(x)[:40]}, not a number")
+            if not (isinstance(x, int) or math.isfinite(x)) or abs(x) > FLOAT32_MAX:
+                shown = str(x) if len(str(x)) <= 12 else str(x)[:9] + "..."
+                raise UsageError(f"{flag}: {shown} in row {i + 1} does not fit a float32 (at most {FLOAT32_MAX:.3g})")
+    return value
+
+
+def read_mask(path: str, flag: str = "--custom-mask") -> list[list[bool]]:
+    """A T_q x T_k mask: rows of true/false or 1/0, bare or as {"mask": rows} (the dashboard's export)."""
+    value = read_json(path, flag)
+    if isinstance(value, dict):
+        if "mask" not in value:
+            raise UsageError(f'{flag}: {path!r} holds an object without a "mask" entry')
+        value = value["mask"]
+    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
+        raise UsageError(f"{flag}: {path!r} must hold a list of rows of true/false, e.g. [[true, false], [true, true]]")
+    for i, row in enumerate(value):
+        if not all(x is True or x is False or (type(x) is int and x in (0, 1)) for x in row):
+            raise UsageError(f"{flag}: row {i + 1} must hold only true/false or 1/0")
+    return [[bool(x) for x in row] for row in value]
+
+
+def _words(sentence: str | None) -> int:
+    return len(tokenize(sentence)) if sentence else 0
+
+
+def build_config(args: argparse.Namespace) -> Config:
+    """The preset's config (or the defaults) with every flag that was given put over it."""
+    base = presets.get(args.preset).config if args.preset else Config()
+    changes: dict[str, Any] = {}
+    for name in ("sentence", "cross_sentence", "embedding_init", "cross_embedding_init", "d_model", "d_k", "d_v",
+                 "d_out", "heads", "head_layout", "init", "bias", "out_proj", "out_bias", "scale", "temperature",
+                 "mask", "padding", "window", "dropout", "seed"):  # fmt: skip
+        if getattr(args, name) is not None:
+            changes[name] = getattr(args, name)
+    for name in MATRIX_FLAGS:
+        path = getattr(args, name)
+        if path is not None:
+            changes[name] = read_matrix(path, "--" + name.replace("_", "-"))
+    if args.embeddings is not None and args.d_model is None:
+        changes["d_model"] = None  # the given embeddings' width
+    # given embeddings keep the preset's words as labels only where they still fit: else x1..xT
+    for matrix, text in (("embeddings", "sentence"), ("cross_embeddings", "cross_sentence")):
+        if matrix in changes and text not in changes and _words(getattr(base, text)) != len(changes[matrix]):
+            changes[text] = None
+    if any(name.startswith("w_") for name in changes) and args.init is None:
+        changes["init"] = "given"
+    if args.custom_mask is not None:
+        if args.mask not in (None, "custom"):
+            raise UsageError(f"--custom-mask gives a custom mask, but --mask says {args.mask}: leave one out")
+        changes["custom_mask"] = read_mask(args.custom_mask)
+        changes["mask"] = "custom"
+    elif args.mask is None:  # a mask's own setting picks that mask, when it is the only one given
+        given = [kind for kind in ("padding", "window") if getattr(args, kind) is not None]
+        if len(given) == 1:
+            changes["mask"] = given[0]
+    if args.temperature is not None and args.scale is None:
+        changes["scale"] = "temperature"
+    return base.replace(**changes)
+
+
+# output -----------------------------------------------------------------------------------------
+
+
+def _printable(text: str) -> str:
+    """User text safe for a terminal: control characters (escape sequences) are shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _short(label: str, width: int) -> str:
+    label = _printable(label)
+    return label if len(label) <= width else label[: width - 1] + "~"
+
+
+def table(matrix: torch.Tensor, rows: Sequence[str], cols: Sequence[str]) -> list[str]:
+    """A matrix as aligned text lines, rows and columns labelled."""
+    width = 10
+    left = min(max(len(_printable(r)) for r in rows), 18)
+    lines = [" " * left + "".join(f"{_short(c, width - 1):>{width}}" for c in cols)]
+    for label, values in zip(rows, matrix.tolist(), strict=True):
+        lines.append(f"{_short(label, left):<{left}}" + "".join(f"{x:>{width}.4f}" for x in values))
+    return lines
+
+
+def render_table(result: Result, preset: presets.Preset | None = None) -> str:
+    """The readable report: the setting, then per head omega, the weights and the context, then the output."""
+    c = result.config
+    q, k = export.labels(result.tokens), export.labels(result.key_tokens)
+    d_k, d_v = c.head_dims
+    scale = {"sqrt": f"1/sqrt({d_k})", "none": "none", "temperature": f"1/{c.temperature:g}"}[c.scale]
+    out = []
+    if preset is not None:
+        out += [f"{preset.name}: {preset.source.title}", ""]
+    out += [
+        "tokens:     " + " ".join(_printable(t) for t in result.tokens),
+        *(["key tokens: " + " ".join(_printable(t) for t in result.key_tokens)] if c.is_cross else []),
+        (
+            f"d_model {c.width}, {c.heads} head(s), {c.head_layout} layout, d_k {d_k}, d_v {d_v}, init {c.init}, "
+            f"scale {scale}, mask {c.mask}, dropout {c.dropout:g}, seed {c.seed}"
+        ),
+    ]
+    if result.has_empty_rows:
+        empty = [q[i] for i in result.empty_rows.nonzero().flatten().tolist()]
+        out.append("queries with every key masked (zero weights and context): " + ", ".join(map(_printable, empty)))
+    dims_v = [f"v{j + 1}" for j in range(d_v)]
+    for i in range(result.heads):
+        head = f"head {i + 1}: " if result.heads > 1 else ""
+        out += ["", f"{head}omega = Q K^T (queries x keys)", *table(result.omega[i], q, k)]
+        out += ["", f"{head}weights = softmax(omega * {scale}) (rows sum to 1)", *table(result.weights[i], q, k)]
+        if c.dropout > 0:
+            out += ["", f"{head}weights after dropout p={c.dropout:g}", *table(result.dropped_weights[i], q, k)]
+        out += ["", f"{head}context = weights @ V", *table(result.context[i], q, dims_v)]
+    what = "concat(heads) @ W_out" + (" + b_out" if result.b_out is not None else "")
+    if result.w_out is not None or result.heads > 1:
+        title = what if result.w_out is not None else "concat(heads)"
+        dims = [f"o{j + 1}" for j in range(result.output.shape[1])]
+        out += ["", f"output = {title}", *table(result.output, q, dims)]
+    return "\n".join(out) + "\n"
+
+
+def list_presets() -> str:
+    width = max(len(name) for name in presets.PRESETS)
+    return "".join(f"{p.name:<{width}}  {p.source.seed_file[:3]}  {p.source.title}\n" for p in presets.PRESETS.values())
+
+
+# entry point ------------------------------------------------------------------------------------
+
+
+def fail(message: str) -> int:
+    """Report bad input as one line on stderr; the exit status is 2."""
+    print(f"{PROG}: error: {_printable(' '.join(str(message).split()))}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on argv (sys.argv[1:] when None); returns the exit status: 0, or 2 for bad input."""
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as exc:
+        return fail(str(exc))
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    if args.list_presets:
+        sys.stdout.write(list_presets())
+        return 0
+    try:
+        config = build_config(args)
+        result = compute(config)
+    except (UsageError, ValueError, OverflowError) as exc:
+        return fail(str(exc))
+    except (RuntimeError, MemoryError) as exc:  # e.g. sizes too large for this machine's memory
+        return fail(f"cannot compute this config: {exc}")
+    if not bool(torch.isfinite(result.output).all() and torch.isfinite(result.weights).all()):
+        return fail("the numbers overflow float32 (inputs or weights too large): scale them down")
+    if args.format == "json":
+        sys.stdout.write(export.to_json(result) + "\n")
+    elif args.format == "script":
+        sys.stdout.write(export.script(config))
+    else:
+        sys.stdout.write(render_table(result, presets.get(args.preset) if args.preset else None))
+    return 0
