@@ -38,9 +38,7 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 
 def project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, heads: int) -> torch.Tensor:
     """x @ W (+ b), split into heads: (T, d_model) -> (h, T, d_head)."""
-    y = x @ w  # (T, h*d_head)
-    if b is not None:
-        y = y + b
+    y = x @ w if b is None else torch.addmm(b, x, w)  # (T, h*d_head)
     return split_heads(y, heads)
 
 
@@ -59,7 +57,12 @@ def scale_factor(config: Config) -> float:
 
 
 def apply_mask(scaled: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Blocked scores become -inf (PyTorch's convention: mask True = may attend)."""
+    """Blocked scores become -inf (PyTorch's convention: mask True = may attend).
+
+    A mask that blocks nothing returns `scaled` itself: no h*T_q*T_k copy to allocate and fill.
+    """
+    if bool(mask.all()):
+        return scaled
     return scaled.masked_fill(~mask, float("-inf"))  # (h, T_q, T_k)
 
 
@@ -165,9 +168,7 @@ def compute(config: Config) -> Result:
     concat = merge_heads(context)  # (T_q, h*d_v)
     output = concat
     if p.w_out is not None:
-        output = concat @ p.w_out  # (T_q, d_model)
-        if p.b_out is not None:
-            output = output + p.b_out
+        output = concat @ p.w_out if p.b_out is None else torch.addmm(p.b_out, concat, p.w_out)  # (T_q, d_model)
     return Result(
         config=config,
         tokens=config.tokens,
