@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import sys
+import unicodedata
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -184,9 +185,17 @@ def build_config(args: argparse.Namespace) -> Config:
 # output -----------------------------------------------------------------------------------------
 
 
+# Characters a terminal acts on rather than shows: controls (escape sequences, bells), lone surrogates,
+# line separators and the bidirectional overrides of "Trojan Source"; emoji joiners and accents stay.
+_UNSAFE_CATEGORIES = {"Cc", "Cs", "Co", "Cn", "Zl", "Zp"}
+_BIDI_CONTROLS = set("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def _printable(text: str) -> str:
-    """User text safe for a terminal: control characters (escape sequences) are shown escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """User text safe for a terminal: control and bidi-override characters are shown escaped."""
+    return "".join(
+        repr(c)[1:-1] if c in _BIDI_CONTROLS or unicodedata.category(c) in _UNSAFE_CATEGORIES else c for c in text
+    )
 
 
 def _short(label: str, width: int) -> str:

@@ -202,8 +202,9 @@ class _Script:
     def header(self) -> None:
         c = self.c
         self.emit('"""Attention, step by step in plain PyTorch: reproduces attention.compute() for one config."""', "")
-        self.emit("import json", *(["import math"] if self.needs_math else []), "", "import torch", "", "")
+        self.emit("import json", *(["import math"] if self.needs_math else []), "", "import torch", "")
         if c.init == "linear":
+            self.emit("")
             self.linear_def()
         self.emit(f"seed = {c.seed}")
         if self.split:
@@ -303,17 +304,13 @@ class _Script:
         for name, b, d in (("W_query", "b_query", "d_k"), ("W_key", "b_key", "d_k"), ("W_value", "b_value", "d_v")):
             if self.split:
                 shape = "d_out, d_model" if transposed else "d_model, d_out"
-                used = (
-                    ".T  # (d_model, d_out): torch.rand(d_out, d_model) used as W x"
-                    if transposed
-                    else "  # (d_model, d_out)"
-                )
+                used = ".T  # (d_model, d_out), drawn as W x" if transposed else "  # (d_model, d_out)"
                 self.emit(f"{name} = torch.rand({shape}, generator=g){used}")
                 if c.bias:
                     self.emit(f"{b} = torch.rand(d_out, generator=g)  # (d_out,)")
             else:
                 shape = f"h, {d}, d_model" if transposed else f"h, d_model, {d}"
-                used = f".transpose(1, 2)  # (h, d_model, {d}): rand({d}, d_model) per head used as W x"
+                used = f".transpose(1, 2)  # (h, d_model, {d}), drawn as W x"
                 self.emit(
                     f"{name} = torch.rand({shape}, generator=g)" + (used if transposed else f"  # (h, d_model, {d})")
                 )

@@ -193,8 +193,9 @@ def test_script_format_prints_the_reproducing_script(capsys: pytest.CaptureFixtu
 
 
 def test_control_characters_in_tokens_are_shown_escaped(capsys: pytest.CaptureFixture) -> None:
-    status, out, _ = call(capsys, "--sentence", "red \x1b[2Jclear bell\x07")
-    assert status == 0 and "\x1b" not in out and "\x07" not in out and "\\x1b[2Jclear" in out
+    status, out, _ = call(capsys, "--sentence", "red \x1b[2Jclear bell\x07 abc\u202edef 👩\u200d👧")
+    assert status == 0 and "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "\\x1b[2Jclear" in out and "abc\\u202edef" in out and "👩\u200d👧" in out  # emoji joiners stay
 
 
 # bad input --------------------------------------------------------------------------------------
