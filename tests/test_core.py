@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -114,6 +115,20 @@ def test_invariants(config: Config) -> None:
     assert r.context.shape == (h, t_q, d_v) and r.concat.shape == (t_q, h * d_v)
     assert r.output.shape == (t_q, config.out_width if config.out_proj else h * d_v)
     assert torch.isfinite(r.weights).all() and torch.isfinite(r.output).all()
+    # each named intermediate follows from the ones before it
+    for out, x, w, b in (
+        (r.queries, r.embeddings, r.w_query, r.b_query),
+        (r.keys, r.key_embeddings, r.w_key, r.b_key),
+        (r.values, r.key_embeddings, r.w_value, r.b_value),
+    ):
+        torch.testing.assert_close(out, x @ w + (0 if b is None else b[:, None]), **CLOSE)
+    assert r.scale == {"sqrt": math.sqrt(d_k), "none": 1.0, "temperature": config.temperature}[config.scale]
+    torch.testing.assert_close(r.omega, r.queries @ r.keys.transpose(-2, -1), **CLOSE)
+    assert torch.equal(r.scaled, r.omega / r.scale)
+    if config.out_proj:
+        torch.testing.assert_close(r.output, r.concat @ r.w_out + (0 if r.b_out is None else r.b_out), **CLOSE)
+    else:
+        assert r.w_out is None and torch.equal(r.output, r.concat)
     empty = ~r.mask.any(dim=-1)
     assert torch.equal(r.empty_rows, empty) and r.has_empty_rows == bool(empty.any())
     # rows sum to 1, except rows with no allowed key, which are exactly 0 and give a zero context
