@@ -21,12 +21,14 @@ from typing import Any, NoReturn
 import torch
 
 from . import export, presets
-from .config import EMBEDDING_INITS, HEAD_LAYOUTS, INITS, MASKS, SCALES, Config, tokenize
+from .config import EMBEDDING_INITS, FIELD_NAMES, HEAD_LAYOUTS, INITS, MASKS, SCALES, Config, tokenize
 from .core import Result, compute
 
 PROG = "attention"
 FLOAT32_MAX = torch.finfo(torch.float32).max
-MATRIX_FLAGS = ("embeddings", "cross_embeddings", "w_query", "w_key", "w_value", "w_out")
+MATRIX_FIELDS = ("embeddings", "cross_embeddings", "w_query", "w_key", "w_value", "w_out")
+WEIGHT_FIELDS = ("w_query", "w_key", "w_value", "w_out")
+VALUE_FIELDS = tuple(name for name in FIELD_NAMES if name not in (*MATRIX_FIELDS, "custom_mask"))
 
 
 class UsageError(Exception):
@@ -148,26 +150,32 @@ def _words(sentence: str | None) -> int:
 
 
 def build_config(args: argparse.Namespace) -> Config:
-    """The preset's config (or the defaults) with every flag that was given put over it."""
+    """The preset's config (or the defaults) with every flag that was given put over it.
+
+    A preset's own matrices give way to flags they no longer fit: a new sentence of another length drops
+    the preset's embeddings (keeping their width), new embeddings drop words that no longer label them,
+    and an init other than 'given' drops the preset's given weights.
+    """
     base = presets.get(args.preset).config if args.preset else Config()
-    changes: dict[str, Any] = {}
-    for name in ("sentence", "cross_sentence", "embedding_init", "cross_embedding_init", "d_model", "d_k", "d_v",
-                 "d_out", "heads", "head_layout", "init", "bias", "out_proj", "out_bias", "scale", "temperature",
-                 "mask", "padding", "window", "dropout", "seed"):  # fmt: skip
-        if getattr(args, name) is not None:
-            changes[name] = getattr(args, name)
-    for name in MATRIX_FLAGS:
+    changes: dict[str, Any] = {name: getattr(args, name) for name in VALUE_FIELDS if getattr(args, name) is not None}
+    for name in MATRIX_FIELDS:
         path = getattr(args, name)
         if path is not None:
             changes[name] = read_matrix(path, "--" + name.replace("_", "-"))
     if args.embeddings is not None and args.d_model is None:
         changes["d_model"] = None  # the given embeddings' width
-    # given embeddings keep the preset's words as labels only where they still fit: else x1..xT
     for matrix, text in (("embeddings", "sentence"), ("cross_embeddings", "cross_sentence")):
         if matrix in changes and text not in changes and _words(getattr(base, text)) != len(changes[matrix]):
-            changes[text] = None
-    if any(name.startswith("w_") for name in changes) and args.init is None:
+            changes[text] = None  # labelled x1..xT (y1..yT) instead
+        rows = getattr(base, matrix)
+        if text in changes and matrix not in changes and rows is not None and _words(changes[text]) != len(rows):
+            changes[matrix] = None  # drawn for the new words instead
+            if matrix == "embeddings" and args.d_model is None:
+                changes["d_model"] = base.width
+    if any(name in changes for name in WEIGHT_FIELDS) and args.init is None:
         changes["init"] = "given"
+    elif args.init not in (None, "given"):
+        changes.update({name: None for name in WEIGHT_FIELDS if name not in changes})
     if args.custom_mask is not None:
         if args.mask not in (None, "custom"):
             raise UsageError(f"--custom-mask gives a custom mask, but --mask says {args.mask}: leave one out")

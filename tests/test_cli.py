@@ -118,6 +118,21 @@ def test_flags_override_only_what_they_name(capsys: pytest.CaptureFixture) -> No
     assert json.loads(out)["heads"][0]["context"] == compute(presets.get("chef-causal").config).context[0].tolist()
 
 
+def test_a_presets_matrices_give_way_to_flags_they_no_longer_fit(capsys: pytest.CaptureFixture) -> None:
+    status, out, err = call(capsys, "--preset", "chef-causal", "--sentence", "a b c", "--format", "json")
+    assert status == 0, err
+    data = json.loads(out)
+    assert data["tokens"] == ["a", "b", "c"] and data["config"]["embeddings"] is None
+    assert data["config"]["d_model"] == 3 and data["config"]["seed"] == 1240  # the preset's width and seed stay
+    status, out, err = call(capsys, "--preset", "integer-example", "--init", "rand", "--format", "json")
+    assert status == 0, err
+    assert json.loads(out)["config"]["w_query"] is None and json.loads(out)["embeddings"][0] == [1, 0, 1, 0]
+    status, out, _ = call(
+        capsys, "--preset", "chef-causal", "--sentence", "a b c d e f g h i j k l", "--format", "json"
+    )
+    assert json.loads(out)["embeddings"] == compute(presets.get("chef-causal").config).embeddings.tolist()
+
+
 def test_every_field_has_a_flag(capsys: pytest.CaptureFixture) -> None:
     from attention.cli import parser
     from attention.config import FIELD_NAMES
