@@ -44,9 +44,10 @@ def to_dict(result: Result) -> dict[str, Any]:
     are left out (the mask says which weights are blocked); w_out and the biases are None when absent.
     """
     mask = result.mask.tolist()
+    biases = {"b_query": result.b_query, "b_key": result.b_key, "b_value": result.b_value}  # (h, d) or None
     heads = []
     for i in range(result.heads):
-        bias = {name: None if b is None else b[i].tolist() for name, b in _biases(result)}
+        bias = {name: None if b is None else _rows(b[i]) for name, b in biases.items()}
         heads.append(
             {
                 "w_query": _rows(result.w_query[i]),
@@ -78,10 +79,6 @@ def to_dict(result: Result) -> dict[str, Any]:
         "output": _rows(result.output),
         "empty_rows": result.empty_rows.tolist(),
     }
-
-
-def _biases(result: Result) -> tuple[tuple[str, torch.Tensor | None], ...]:
-    return (("b_query", result.b_query), ("b_key", result.b_key), ("b_value", result.b_value))
 
 
 def to_json(result: Result, indent: int | None = None) -> str:
