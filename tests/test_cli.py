@@ -190,16 +190,20 @@ def test_an_exported_mask_round_trips(capsys: pytest.CaptureFixture, tmp_path: P
     assert data["empty_rows"] == [False, True, False] and data["heads"][0]["weights"][1] == [0.0, 0.0, 0.0]
 
 
-def test_mask_settings_imply_their_mask(capsys: pytest.CaptureFixture) -> None:
-    for argv, mask in (
-        (["--window", "2"], "window"),
-        (["--padding", "1"], "padding"),
-        (["--temperature", "2"], "none"),
-    ):
-        status, out, _ = call(capsys, *argv, "--format", "json")
-        assert status == 0 and json.loads(out)["config"]["mask"] == mask
-    status, out, _ = call(capsys, "--temperature", "2", "--format", "json")
-    assert json.loads(out)["config"]["scale"] == "temperature"
+@pytest.mark.parametrize(
+    ("argv", "field", "value"),
+    [
+        (["--window", "2"], "mask", "window"),
+        (["--padding", "1"], "mask", "padding"),
+        (["--padding", "1", "--window", "2"], "mask", "none"),  # two settings: --mask must say which
+        (["--mask", "causal", "--window", "2"], "mask", "causal"),
+        (["--temperature", "2"], "scale", "temperature"),
+        (["--temperature", "2", "--scale", "none"], "scale", "none"),
+    ],
+)
+def test_a_setting_implies_its_mask_or_scale(capsys: pytest.CaptureFixture, argv: list[str], field: str, value: str):
+    status, out, _ = call(capsys, *argv, "--format", "json")
+    assert status == 0 and json.loads(out)["config"][field] == value
 
 
 def test_script_format_prints_the_reproducing_script(capsys: pytest.CaptureFixture) -> None:
