@@ -1,0 +1,328 @@
+"""What a person sees in a real browser: every page draws its charts, controls redraw them, links and
+downloads carry the view, and the workshop mode reveals the computation one stage at a time.
+
+Selectors follow the dashboard's conventions: URL paths from dashboard.py, widget labels containing the
+parameter names (d_k, seed, Mask type), a "Step-by-step mode" toggle and a "Next" button, download
+buttons named after their files. Streamlit's own markers tell when a run is over: the app root's
+data-test-script-state, and data-stale on elements a rerun has not redrawn yet.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+pytestmark = pytest.mark.browser
+
+PAGES = [
+    "self-attention",
+    "masks",
+    "multi-head",
+    "cross-attention",
+    "tutorials",
+    "compare",
+    "scaling",
+    "pitfalls",
+    "mask-editor",
+    "soft-lookup",
+]
+# Streamlit serves the default page at / only: its url_path ("self-attention") answers "Page not found".
+URL = {"self-attention": ""}
+EXPECTED_ERRORS: dict[str, int] = {}  # page path -> st.error boxes it shows at its defaults on purpose
+PLACEHOLDER = "This page is being written."
+
+# The step-by-step mode's stages, in the order they must appear (matched against the stage headings).
+STAGES = [
+    ("embeddings", r"embedding"),
+    ("Q/K/V", r"quer|q\s*/\s*k\s*/\s*v|q,\s*k,\s*v"),
+    ("omega", r"omega|ω|scores?\b"),
+    ("scaling", r"scal"),
+    ("mask", r"mask"),
+    ("softmax", r"softmax|weights"),
+    ("context", r"context"),
+]
+
+APP = '[data-testid="stApp"]'
+CHARTS = ".vega-embed"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def poll(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float = 30.0) -> Any:
+    """Read until done(value) or the timeout; the last value either way (the assert that follows says why)."""
+    deadline = time.monotonic() + timeout_s
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        value = read()
+    return value
+
+
+def settle(page, timeout: float = 60_000) -> None:
+    """Wait until Streamlit is connected, its script run is over and nothing on the page is stale."""
+    page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]', timeout=timeout)
+    page.wait_for_timeout(150)  # let a rerun that an interaction just asked for begin
+    page.wait_for_selector(f'{APP}[data-test-script-state="notRunning"]', timeout=timeout)
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-stale=\"true\"]').length === 0"
+        ' && !document.querySelector(\'[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]\')',
+        timeout=timeout,
+    )
+
+
+def wait_for_charts(page, timeout: float = 30_000) -> int:
+    """Wait until at least one Vega chart is on the page and every one has drawn (svg or canvas)."""
+    page.wait_for_function(
+        """(sel) => {
+            const charts = [...document.querySelectorAll(sel)];
+            return charts.length > 0 && charts.every(c => c.querySelector('svg, canvas'));
+        }""",
+        arg=CHARTS,
+        timeout=timeout,
+    )
+    return page.locator(CHARTS).count()
+
+
+def open_page(page, base: str, path: str = "", query: str = "") -> None:
+    """Open a page by its path in PAGES (the default page lives at /) and wait for its first run."""
+    page.goto(f"{base}/{URL.get(path, path)}" + (f"?{query}" if query else ""))
+    settle(page)
+
+
+def chart_texts(page) -> list[str]:
+    """The text every chart draws (axis labels, cell values, titles), chart by chart."""
+    return page.locator(CHARTS).evaluate_all("els => els.map(e => e.textContent)")
+
+
+def main_text(page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def assert_clean(page, page_errors: list[str], expected_errors: int = 0) -> None:
+    exceptions = page.locator('[data-testid="stException"]')
+    assert exceptions.count() == 0, f"exception on the page: {exceptions.first.inner_text()[:500]}"
+    missing = page.get_by_role("dialog").filter(has_text=re.compile("page not found", re.I))
+    assert missing.count() == 0, f"{page.url}: {missing.first.inner_text()[:300]}"
+    errors = page.locator('[data-testid="stAlertContentError"]')
+    assert errors.count() == expected_errors, f"error boxes: {errors.all_inner_texts()}"
+    assert not page_errors, f"JavaScript errors: {page_errors}"
+
+
+def slider(page, name: str):
+    """The slider whose label contains `name` (d_k, seed, ...): a react-aria input type=range."""
+    return page.get_by_role("slider", name=re.compile(rf"\b{re.escape(name)}\b"))
+
+
+def nav_paths(page) -> set[str]:
+    """URL paths the sidebar navigation links to ('' is the default page)."""
+    hrefs = page.locator('[data-testid="stSidebarNav"] a').evaluate_all("els => els.map(a => a.href)")
+    return {urlparse(h).path.strip("/") for h in hrefs}
+
+
+def choose(page, label: str | re.Pattern, option: str) -> None:
+    """Pick an option of a select box (a react-aria combobox) the way a user does: open it, click."""
+    box = page.get_by_role("combobox", name=label)
+    item = page.get_by_role("option", name=option, exact=True)
+    for _ in range(3):  # a click that lands while a rerun redraws the sidebar can leave the list closed
+        box.click()
+        try:
+            item.wait_for(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            settle(page)
+    item.click()
+    assert box.input_value() == option
+    settle(page)
+
+
+def stage_sequence(page) -> list[int]:
+    """Stage indices of the stage headings on the page, in page order."""
+    headings = page.locator('[data-testid="stMain"]').get_by_role("heading").all_inner_texts()
+    seen = []
+    for text in headings:
+        for i, (_, pattern) in enumerate(STAGES):
+            if re.search(pattern, text, re.IGNORECASE):
+                seen.append(i)
+                break
+    return seen
+
+
+# --------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_draws_its_charts_without_an_exception(page, app_url, page_errors, path):
+    open_page(page, app_url, path)
+    paths = nav_paths(page)
+    assert "" in paths and "masks" in paths, f"navigation links: {sorted(paths)}"
+    if path != "self-attention":  # the default page must always be there
+        if URL.get(path, path) not in paths:
+            pytest.skip(f"/{path} is not in the navigation yet")
+        if page.get_by_text(PLACEHOLDER).count():
+            pytest.skip(f"/{path} is still a placeholder")
+    charts = wait_for_charts(page)
+    settle(page)
+    assert charts >= 1
+    assert_clean(page, page_errors, EXPECTED_ERRORS.get(path, 0))
+    assert page.title() != "" and "Error" not in page.title()
+
+
+def test_root_is_the_self_attention_page(page, app_url, page_errors):
+    open_page(page, app_url, "")
+    wait_for_charts(page)
+    assert page.get_by_role("heading", name=re.compile("self-attention", re.I)).count() >= 1
+    link = page.locator('[data-testid="stSidebarNav"] a').filter(has_text=re.compile("self-attention", re.I))
+    assert urlparse(link.first.get_attribute("href")).path in ("", "/")
+    assert_clean(page, page_errors)
+
+
+@pytest.mark.parametrize("name", ["seed", "d_k"])
+def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, name):
+    open_page(page, app_url, "self-attention")
+    wait_for_charts(page)
+    control = slider(page, name)
+    before_value = int(control.input_value())
+    before_charts, before_text = chart_texts(page), main_text(page)
+
+    control.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "(before) => JSON.stringify([...document.querySelectorAll('.vega-embed')].map(e => e.textContent))"
+        " !== JSON.stringify(before)",
+        arg=before_charts,
+    )
+    settle(page)
+    wait_for_charts(page)
+
+    assert int(slider(page, name).input_value()) == before_value + 1
+    after_charts = chart_texts(page)
+    changed = [i for i, (a, b) in enumerate(zip(before_charts, after_charts, strict=False)) if a != b]
+    assert changed, "no chart redrew"
+    assert main_text(page) != before_text, "the numbers shown did not change"
+    assert parse_qs(urlparse(page.url).query).get(name) == [str(before_value + 1)], page.url
+    assert_clean(page, page_errors)
+
+
+def test_share_link_opens_the_view_in_a_new_context(browser, page, app_url, page_errors, shoot):
+    open_page(page, app_url, "self-attention", "seed=7&d_k=8&mask=causal")
+    wait_for_charts(page)
+    assert slider(page, "seed").input_value() == "7"
+    assert slider(page, "d_k").input_value() == "8"
+    assert page.get_by_role("combobox", name=re.compile("mask", re.I)).input_value() == "causal"
+    assert page.locator('[data-testid="stAlertContentWarning"]').count() == 0, "a good link raised a warning"
+    assert_clean(page, page_errors)
+    link, shown = page.url, chart_texts(page)
+
+    other = browser.new_context(viewport=page.viewport_size)
+    try:
+        fresh = other.new_page()
+        errors: list[str] = []
+        fresh.on("pageerror", lambda e: errors.append(str(e)))
+        fresh.goto(link)
+        settle(fresh)
+        wait_for_charts(fresh)
+        shoot(fresh, "test_share_link_opens_the_view_in_a_new_context-second_context")
+        assert slider(fresh, "seed").input_value() == "7"
+        assert slider(fresh, "d_k").input_value() == "8"
+        assert fresh.get_by_role("combobox", name=re.compile("mask", re.I)).input_value() == "causal"
+        assert chart_texts(fresh) == shown, "the shared link shows different numbers"
+        assert_clean(fresh, errors)
+    finally:
+        other.close()
+
+
+def test_controls_write_a_link_that_reopens_the_view(browser, page, app_url, page_errors):
+    open_page(page, app_url, "self-attention")
+    wait_for_charts(page)
+    slider(page, "seed").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('seed') === '124'")
+    settle(page)
+    choose(page, re.compile("mask", re.I), "causal")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('mask') === 'causal'")
+    settle(page)
+    wait_for_charts(page)
+    link, shown = page.url, chart_texts(page)
+
+    other = browser.new_context(viewport=page.viewport_size)
+    try:
+        fresh = other.new_page()
+        fresh.goto(link)
+        settle(fresh)
+        wait_for_charts(fresh)
+        assert slider(fresh, "seed").input_value() == "124"
+        assert fresh.get_by_role("combobox", name=re.compile("mask", re.I)).input_value() == "causal"
+        assert chart_texts(fresh) == shown
+    finally:
+        other.close()
+    assert_clean(page, page_errors)
+
+
+def _download(page, button_name: re.Pattern, folder: Path) -> bytes:
+    with page.expect_download() as info:
+        page.get_by_role("button", name=button_name).click()
+    download = info.value
+    target = folder / download.suggested_filename
+    download.save_as(target)
+    return target.read_bytes()
+
+
+def test_downloads_hold_the_shown_result(page, app_url, page_errors, downloads_dir):
+    open_page(page, app_url, "self-attention")
+    wait_for_charts(page)
+
+    data = json.loads(_download(page, re.compile(r"\.json$"), downloads_dir))
+    assert {"tokens", "heads", "output"} <= set(data), sorted(data)
+    tokens = data["tokens"]
+    assert tokens[:2] == ["Life", "is"] and len(tokens) == 6, tokens  # the Raschka sentence, the first screen
+    assert len(data["heads"]) == 1
+    assert len(data["output"]) == len(tokens)
+
+    choose(page, re.compile("matrix", re.I), "weights")
+    rows = list(csv.reader(io.StringIO(_download(page, re.compile(r"weights\.csv$"), downloads_dir).decode("utf-8"))))
+    labels = [f"{i} {t}" for i, t in enumerate(tokens, start=1)]
+    assert rows[0][1:] == labels, rows[0]
+    assert [r[0] for r in rows[1:]] == labels
+    for row in rows[1:]:
+        assert sum(float(x) for x in row[1:]) == pytest.approx(1.0, abs=1e-5)
+    weights = data["heads"][0]["weights"]
+    shown = [float(x) for r in rows[1:] for x in r[1:]]
+    assert shown == pytest.approx([x for r in weights for x in r], abs=1e-6), "the CSV and the JSON disagree"
+    assert_clean(page, page_errors)
+
+
+def test_step_by_step_mode_reveals_stages_in_order(page, app_url, page_errors):
+    open_page(page, app_url, "self-attention")
+    wait_for_charts(page)
+    toggle = page.get_by_role("switch", name=re.compile("step", re.I))
+    toggle.focus()  # the input itself is covered by its styled label; Space toggles it as for a keyboard user
+    page.keyboard.press("Space")
+    assert toggle.is_checked()
+    page.get_by_role("button", name=re.compile(r"^\s*Next")).wait_for()
+    settle(page)
+    assert stage_sequence(page) == [0], "step mode should open on the embeddings alone"
+
+    charts = wait_for_charts(page)
+    for shown in range(1, len(STAGES)):
+        page.get_by_role("button", name=re.compile(r"^\s*Next")).click()
+        poll(lambda: stage_sequence(page), lambda seq, n=shown: len(seq) > n)
+        settle(page)
+        sequence = stage_sequence(page)
+        assert sequence == list(range(shown + 1)), f"after {shown} Next: {[STAGES[i][0] for i in sequence]}"
+        now = wait_for_charts(page)
+        assert now > charts, f"stage {STAGES[shown][0]} drew no chart"
+        charts = now
+    assert page.get_by_role("button", name=re.compile(r"^\s*Next")).is_disabled()
+    assert_clean(page, page_errors)
