@@ -18,6 +18,9 @@ RASCHKA_SENTENCE = "Life is short, eat dessert first"
 MAX_TOKENS = 512
 MAX_DIM = 4096
 MAX_HEADS = 64
+# Bounds that keep every intermediate finite in float32 (|omega| < 1e35 even at the largest sizes)
+MAX_ABS = 1e6
+TEMPERATURE_RANGE = (1e-3, 1e3)
 
 EMBEDDING_INITS = ("embedding", "rand", "randn")
 HEAD_LAYOUTS = ("independent", "split")
@@ -44,7 +47,7 @@ def _matrix(value: Any, name: str, *, kind: type = float) -> tuple | None:
         value = value.tolist()
     try:
         rows = tuple(tuple(kind(x) for x in row) for row in value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{name} must be a matrix (a list of rows of numbers): {exc}") from None
     if not rows or not rows[0]:
         raise ValueError(f"{name} is empty: give at least one row with one number")
@@ -56,6 +59,8 @@ def _matrix(value: Any, name: str, *, kind: type = float) -> tuple | None:
             )
     if kind is float and not all(math.isfinite(x) for row in rows for x in row):
         raise ValueError(f"{name} contains NaN or infinite entries")
+    if kind is float and any(abs(x) > MAX_ABS for row in rows for x in row):
+        raise ValueError(f"{name} has entries beyond ±{MAX_ABS:g}; keep numbers within that range")
     return rows
 
 
@@ -208,10 +213,13 @@ class Config:
             raise ValueError(f"seed must be between -2**63 and 2**64 - 1, got {self.seed}")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout!r}")
+        lo, hi = TEMPERATURE_RANGE
         if self.scale == "temperature" and not (
-            isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature) and self.temperature > 0
+            isinstance(self.temperature, (int, float))
+            and not isinstance(self.temperature, bool)
+            and lo <= self.temperature <= hi
         ):
-            raise ValueError(f"temperature must be a positive number, got {self.temperature!r}")
+            raise ValueError(f"temperature must be a number from {lo:g} to {hi:g}, got {self.temperature!r}")
         self._validate_inputs()
         self._validate_weights()
         self._validate_mask()

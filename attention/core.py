@@ -21,7 +21,7 @@ import torch
 
 from . import masks
 from .config import Config
-from .weights import embed_keys, embed_queries, generator, projections
+from .weights import embed_keys, embed_queries, seeded_projections
 
 
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -145,8 +145,7 @@ def _bias_per_head(b: torch.Tensor | None, heads: int) -> torch.Tensor | None:
 def compute(config: Config) -> Result:
     """Run attention for a config and return every intermediate (pure and deterministic)."""
     x_q, table = embed_queries(config)  # (T_q, d_model)
-    g = generator(config.seed)  # the tutorials reseed before building their weights
-    p = projections(config, g)
+    p, g = seeded_projections(config)  # the tutorials reseed before building their weights
     x_kv = embed_keys(config, x_q, table, g)  # (T_k, d_model)
     h = config.heads
 

@@ -15,6 +15,7 @@ Every matrix is returned as used, `x @ W`: W is (d_in, d_out) whatever the init.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -159,3 +160,35 @@ def _cat(pairs: list[tuple[torch.Tensor, torch.Tensor | None]]) -> tuple[torch.T
     w = torch.cat([p[0] for p in pairs], dim=1)
     b = None if pairs[0][1] is None else torch.cat([p[1] for p in pairs])
     return w, b
+
+
+def _drawing_config(config: Config) -> Config:
+    """The fields the projections depend on, and nothing else (so sentences share draws)."""
+    return Config(
+        sentence="x", d_model=config.width, d_k=config.d_k, d_v=config.d_v, d_out=config.d_out,
+        heads=config.heads, head_layout=config.head_layout, init=config.init, bias=config.bias,
+        out_proj=config.out_proj, out_bias=config.out_bias, seed=config.seed,
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=16)
+def _drawn(key: Config) -> tuple[Projections, torch.Tensor]:
+    g = generator(key.seed)
+    return projections(key, g), g.get_state()
+
+
+def seeded_projections(config: Config) -> tuple[Projections, torch.Generator]:
+    """The projections and the generator positioned after them, as if freshly drawn.
+
+    Drawing is the costliest step at small T (four 512 x 512 matrices are ~1M serial random
+    numbers), so draws are cached on the fields they depend on (bounded: 16 entries) and
+    cloned, so a caller that edits a tensor in place never changes another's numbers.
+    """
+    if config.init in ("given", "identity"):
+        g = generator(config.seed)
+        return projections(config, g), g
+    p, state = _drawn(_drawing_config(config))
+    g = torch.Generator()
+    g.set_state(state)
+    clone = Projections(*(None if t is None else t.clone() for t in p))
+    return clone, g

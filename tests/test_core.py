@@ -212,7 +212,7 @@ BAD_CONFIGS = [
     ({"seed": 2**64}, "seed must be between"),
     ({"seed": -(2**63) - 1}, "seed must be between"),
     ({"dropout": 1.0}, "dropout must be a probability"),
-    ({"scale": "temperature", "temperature": 0.0}, "temperature must be a positive number"),
+    ({"scale": "temperature", "temperature": 0.0}, "temperature must be a number from 0.001 to 1000"),
     ({"mask": "diagonal"}, "mask must be one of"),
     ({"init": "given"}, "needs w_query"),
     ({"w_query": [[1.0]]}, "init is not 'given'"),
@@ -262,3 +262,19 @@ def test_compute_never_seeds_the_global_rng(monkeypatch: pytest.MonkeyPatch) -> 
         torch.manual_seed(0)  # the patch itself works
     for config, output in zip(RNG_CONFIGS, expected, strict=True):
         assert torch.equal(compute(config).output, output)
+
+
+@pytest.mark.parametrize(
+    ("embeddings", "message"),
+    [([[10**400]], "must be a matrix"), ([[1e39]], r"beyond ±1e\+06"), ([[2e6, 0.0]], r"beyond ±1e\+06")],
+)
+def test_numbers_that_would_overflow_float32_are_refused(embeddings, message):
+    with pytest.raises(ValueError, match=message):
+        Config(embeddings=embeddings, d_model=None, sentence=None)
+
+
+def test_the_largest_allowed_inputs_stay_finite():
+    big = [[1e6] * 8 for _ in range(4)]
+    result = compute(Config(embeddings=big, d_model=None, sentence=None, init="identity", d_k=8, d_v=8))
+    assert torch.isfinite(result.omega).all()
+    assert torch.isfinite(result.weights).all()
