@@ -54,9 +54,7 @@ def _matrix(value: Any, name: str, *, kind: type = float) -> tuple | None:
     width = len(rows[0])
     for i, row in enumerate(rows):
         if len(row) != width:
-            raise ValueError(
-                f"{name} is not rectangular: row 0 has {width} entries, row {i} has {len(row)}"
-            )
+            raise ValueError(f"{name} is not rectangular: row 0 has {width} entries, row {i} has {len(row)}")
     if kind is float and not all(math.isfinite(x) for row in rows for x in row):
         raise ValueError(f"{name} contains NaN or infinite entries")
     if kind is float and any(abs(x) > MAX_ABS for row in rows for x in row):
@@ -74,7 +72,8 @@ class Config:
     cross_sentence: str | None = None  # keys/values sentence for cross-attention
     cross_embeddings: Matrix | None = None  # explicit (T_k, d_model) keys/values inputs
     embedding_init: str = "embedding"  # embedding: seeded nn.Embedding over the sorted vocabulary; rand; randn
-    cross_embedding_init: str | None = None  # None: as embedding_init (one shared table); rand/randn: drawn after the projections
+    # None: as embedding_init (one shared table); rand/randn: drawn after the projections
+    cross_embedding_init: str | None = None
     # sizes
     d_model: int | None = 16  # embedding width; None: the width of the given embeddings
     d_k: int = 24  # query/key width per head (split layout: d_model // heads)
@@ -238,9 +237,7 @@ class Config:
             else:
                 n = len(matrix)
                 if sentence is not None and tokenize(sentence) and len(tokenize(sentence)) != n:
-                    raise ValueError(
-                        f"{what} has {len(tokenize(sentence))} words but its embeddings have {n} rows"
-                    )
+                    raise ValueError(f"{what} has {len(tokenize(sentence))} words but its embeddings have {n} rows")
             if n > MAX_TOKENS:
                 raise ValueError(f"{what} has {n} tokens; at most {MAX_TOKENS} are allowed")
         if self.cross_embeddings is not None and len(self.cross_embeddings[0]) != self.width:
