@@ -144,11 +144,26 @@ def app_url() -> Iterator[str]:
             proc.wait()
 
 
+# Streamlit scrolls its main area and sidebar inside the window, so a "full page" screenshot would stop at
+# the window's height: the window is made as tall as the tallest of them for the picture (capped).
+_CONTENT_HEIGHT = """() => Math.max(document.documentElement.scrollHeight,
+    ...['stMain', 'stSidebarContent'].map(id => document.querySelector(`[data-testid="${id}"]`)?.scrollHeight || 0))"""
+MAX_SCREENSHOT_HEIGHT = 8000
+
+
 def screenshot(page, name: str) -> Path:
-    """A full-page PNG of what the page shows now, under artifacts/screenshots/."""
+    """A PNG of the whole page as it is now (all of the main area), under artifacts/screenshots/."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / (re.sub(r"[^\w.-]+", "_", name).strip("_") + ".png")
-    page.screenshot(path=str(path), full_page=True)
+    size = page.viewport_size or VIEWPORT
+    height = min(int(page.evaluate(_CONTENT_HEIGHT)), MAX_SCREENSHOT_HEIGHT)
+    if height > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": height})
+        page.wait_for_timeout(500)  # let the charts lay out in the taller window
+    try:
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(size)
     return path
 
 
