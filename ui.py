@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from attention import Config, Result, export
+from attention import Config, Result, export, masks, presets
 from attention import compute as _compute_uncached
 from attention.config import MASKS, MAX_TOKENS, RASCHKA_SENTENCE, tokenize
 
@@ -71,6 +71,8 @@ PARAMS: dict[str, Param] = {
     "head": Param("int", 0, 0, 15),
     "step": Param("int", 0, 0, len(STAGES) - 1),
     "stepmode": Param("bool", False),
+    "preset": Param("choice", next(iter(presets.PRESETS)), choices=tuple(presets.PRESETS)),  # Tutorials page
+    "headview": Param("choice", "weights", choices=("weights", "omega")),  # what the per-head heatmaps show
 }
 
 LABELS = {
@@ -92,6 +94,8 @@ LABELS = {
     "out_proj": "Output projection",
     "bias": "q/k/v bias",
     "stepmode": "Step-by-step mode",
+    "preset": "Tutorial preset",
+    "headview": "Per-head heatmaps show",
 }
 
 HELP = {
@@ -194,9 +198,13 @@ def _widget(factory: Callable, name: str, *args: Any, container: Any = None, lab
     return getattr(target, factory)(label, *args, key=key, on_change=_copy, args=(name,), **kw)
 
 
-def slider(name: str, container: Any = None, **kw: Any) -> int | float:
+def slider(name: str, container: Any = None, *, top: int | None = None, **kw: Any) -> int | float:
+    """A slider over the parameter's range; top narrows an int range (e.g. padding up to T) and clamps the value."""
     p = PARAMS[name]
     lo, hi = (int(p.lo), int(p.hi)) if p.kind == "int" else (p.lo, p.hi)
+    if top is not None:
+        hi = max(min(hi, int(top)), lo + 1)
+        put(name, min(max(get(name), lo), hi))
     if name == "dropout":
         kw.setdefault("step", 0.01)
     return _widget("slider", name, lo, hi, container=container, **kw)
@@ -204,6 +212,12 @@ def slider(name: str, container: Any = None, **kw: Any) -> int | float:
 
 def select(name: str, container: Any = None, **kw: Any) -> str:
     return _widget("selectbox", name, PARAMS[name].choices, container=container, **kw)
+
+
+def radio(name: str, container: Any = None, **kw: Any) -> str:
+    """A horizontal radio over a choice parameter's choices."""
+    kw.setdefault("horizontal", True)
+    return _widget("radio", name, PARAMS[name].choices, container=container, **kw)
 
 
 def toggle(name: str, container: Any = None, **kw: Any) -> bool:
@@ -363,7 +377,8 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
     empty = pd.DataFrame({"i": [0], "j": [0], "value": [0.0], "blocked": [False]})
     # blocked weights are exactly 0; blocked scores are -inf
     off, off_cell = ("'0 (masked)'", "'0'") if kind == "weights" else ("'−∞ (blocked)'", "'−∞'")
-    axis = {"labelLimit": 90, "labelOverlap": True}
+    # up to 16 x 16 every token is labelled: slanted labels' boxes overlap before their letters do
+    axis = {"labelLimit": 90, "labelOverlap": not annotate}
     base = (
         alt.Chart(empty)
         .transform_calculate(
@@ -385,7 +400,7 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
         tooltip.append(alt.Tooltip("state:N", title="cell"))
         color = alt.Color(
             "state:N", scale=alt.Scale(domain=["may attend", "blocked"], range=["#4c78a8", "#d9d9d9"]),
-            legend=alt.Legend(title=None, orient="bottom"),
+            legend=alt.Legend(title=None),  # at the right, as the other kinds': a bottom one squeezes the rows
         )  # fmt: skip
     else:
         tooltip.append(alt.Tooltip("shown:N", title="value"))
@@ -450,15 +465,17 @@ def heatmap(
     key: str | None = None,
     selectable: bool = False,
     container: Any = None,
+    annotate: bool | None = None,
 ) -> int | None:
     """A labelled heatmap of a (rows, cols) matrix; returns the clicked row when selectable.
 
     kind: 'diverging' (centred on zero: scores, embeddings, context), 'weights' (0 to 1),
     or 'mask' (booleans). blocked: a (rows, cols) bool tensor, True where a query may
-    attend; the other cells show grey with −∞. Matrices up to 16 x 16 print their values.
+    attend; the other cells show grey with −∞. Matrices up to 16 x 16 print their values
+    unless annotate is False (small multiples, narrow columns: the values stay in the tooltip).
     """
     r, c = matrix.shape
-    annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX
+    annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX and annotate is not False
     height = int(min(max(24 * r, 100), 520)) + 100  # the chart height includes title and axes
     spec = dict(_spec(kind, title, annotate, selectable, height))
     spec["params"] = [
@@ -650,3 +667,41 @@ def _stage(s: int, r: Result, h: int, tok: list[str], keys: list[str]) -> None:
     else:
         explain("Each context vector is the weights' mix of the value vectors: Z = A V.")
         heatmap(r.context[h], tok, _dims(r.d_v), title="context Z = A V", key="st:context")
+
+
+# --------------------------------------------------------------------------- shared by several pages
+
+
+def dim_labels(n: int) -> list[str]:
+    """Column labels of a feature axis: d1 .. dn."""
+    return [f"d{k + 1}" for k in range(n)]
+
+
+def _set_custom_mask(key: str, mask: Sequence[Sequence[bool]]) -> None:
+    store_custom_mask(mask)
+    # a new editor key drops the grid's pending cell edits, which would otherwise be replayed on the new mask
+    st.session_state[f"{key}:version"] = st.session_state.get(f"{key}:version", 0) + 1
+
+
+def custom_mask_editor(tokens: Sequence[str], key_tokens: Sequence[str], key: str = "cmask") -> None:
+    """Edit the custom mask cell by cell (rows: queries, columns: keys, ticked: may attend); stored in `cmask`.
+
+    Call it before computing the result, so the run that reports an edit already computes with it.
+    """
+    t_q, t_k = len(tokens), len(key_tokens)
+    b1, b2, _ = st.columns([1, 1, 3])
+    b1.button("Start from causal", key=f"{key}:causal", on_click=_set_custom_mask,
+              args=(key, masks.causal(t_q, t_k).tolist()))  # fmt: skip
+    b2.button("All allowed", key=f"{key}:all", on_click=_set_custom_mask, args=(key, [[True] * t_k] * t_q))
+    current = custom_mask(t_q, t_k)
+    cols = labels(key_tokens)
+    frame = pd.DataFrame([list(row) for row in current], index=labels(tokens), columns=cols)
+    edited = st.data_editor(
+        frame,
+        key=f"{key}:grid:{st.session_state.get(f'{key}:version', 0)}",
+        num_rows="fixed",
+        column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in cols},
+    )
+    new = tuple(tuple(bool(x) for x in row) for row in edited.to_numpy().tolist())
+    if new != current:
+        store_custom_mask(new)

@@ -1,9 +1,110 @@
-"""Placeholder: this page is being written."""
+"""Multi-head: one small heatmap per head, both head layouts, the concatenation, the output projection, the shapes."""
 
+import pandas as pd
 import streamlit as st
 
 import ui
+from attention import views
 
-st.title("Coming soon")
-st.info("This page is being written.")
+PER_ROW = 4  # small heatmaps side by side
+NARROW = 8  # a heatmap in half the page prints its values up to this many columns
+CELLS_MAX = 200_000  # heatmap cells drawn for all heads together; more heads are listed, not drawn
+COLS_MAX = 256  # columns of the concatenation and output heatmaps
+
+st.title("Multi-head attention")
+st.caption(
+    "Several heads attend in parallel, each with its own queries, keys and values; their context vectors "
+    "are concatenated side by side and, optionally, mixed back to d_model by an output projection."
+)
+ui.show_url_warnings()
+ui.controls(["sentence", "d_model", "layout", "heads", "d_k", "d_v", "seed", "mask", "padding", "window"])
+c1, c2 = st.columns(2)
+view = ui.radio("headview", container=c1)
+ui.toggle("out_proj", container=c2, help="Multiply the concatenated heads by W_out (as nn.MultiheadAttention does).")
+result = ui.result_or_stop()
+tok, keys = ui.labels(result.tokens), ui.labels(result.key_tokens)
+h, d_v = result.heads, result.d_v
+
+st.subheader(f"{h} head{'s' if h > 1 else ''}")
+if result.config.head_layout == "split":
+    ui.explain(f"Split layout: one projection of width {h * result.d_k} is cut into {h} heads of d_k = {result.d_k}.")
+else:
+    ui.explain(
+        f"Independent layout: each of the {h} heads has its own W_q, W_k (d_k = {result.d_k}), W_v (d_v = {d_v})."
+    )
+shown = max(1, min(h, CELLS_MAX // max(1, len(tok) * len(keys))))
+if view == "weights":
+    matrices, kind, blocked = result.weights, "weights", result.mask
+else:
+    matrices, kind, blocked = result.omega, "diverging", None
+per_row = min(shown, PER_ROW)
+for start in range(0, shown, per_row):
+    cols = st.columns(per_row)
+    for i in range(start, min(start + PER_ROW, shown)):
+        ui.heatmap(
+            matrices[i],
+            tok,
+            keys,
+            title=f"head {i + 1}: {view}",
+            kind=kind,
+            blocked=blocked,
+            key=f"mh:head:{i}",
+            container=cols[i - start],
+            annotate=per_row <= 2,  # small multiples keep their values in the tooltip
+        )
+if shown < h:
+    st.info(f"Showing heads 1 to {shown} of {h}: at {len(tok)} tokens more heatmaps would be slow to draw.")
+
+st.subheader("Shapes along the way")
+ui.explain("Every tensor from the inputs to the output, with the sizes of this setting.")
+steps = views.shape_steps(result)
+st.dataframe(
+    pd.DataFrame(
+        {
+            "step": [s.step for s in steps],
+            "tensor": [s.tensor for s in steps],
+            "shape": [s.dims for s in steps],
+            "here": [" × ".join(str(n) for n in s.shape) for s in steps],
+        }
+    ),
+    hide_index=True,
+    width="stretch",
+)
+
+left, right = st.columns(2)
+concat = result.concat
+concat_cols = [f"h{k // d_v + 1}.d{k % d_v + 1}" for k in range(concat.shape[1])]
+ui.heatmap(
+    concat[:, :COLS_MAX],
+    tok,
+    concat_cols[:COLS_MAX],
+    title=f"Concatenated heads ({len(tok)} × {h} · {d_v})",
+    key="mh:concat",
+    container=left,
+)
+left.caption(
+    "Each token's context vectors of all heads side by side (column h2.d1 is head 2's first value dimension)."
+    + (f" First {COLS_MAX} of {concat.shape[1]} columns." if concat.shape[1] > COLS_MAX else "")
+)
+if result.w_out is not None:
+    out = result.output
+    ui.heatmap(
+        out[:, :COLS_MAX],
+        tok,
+        ui.dim_labels(out.shape[1])[:COLS_MAX],
+        title=f"Output = concat W_out + b ({out.shape[0]} × {out.shape[1]})",
+        key="mh:output",
+        container=right,
+        annotate=out.shape[1] <= NARROW,
+    )
+    right.caption(
+        "The output projection mixes the heads back into one vector per token."
+        + (f" First {COLS_MAX} of {out.shape[1]} columns." if out.shape[1] > COLS_MAX else "")
+    )
+else:
+    right.info("No output projection: the output is the concatenation. Turn on “Output projection” above to add W_out.")
+
+st.subheader("Take it with you")
+ui.downloads(result, ui.head_picker(h), key="mh:dl")
+ui.code(result.config)
 ui.finish()
