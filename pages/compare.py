@@ -1,9 +1,96 @@
-"""Placeholder: this page is being written."""
+"""Compare A/B: two settings on the same sentence, side by side, with B − A heatmaps and a one-line summary."""
 
 import streamlit as st
 
 import ui
+from attention import experiments
 
-st.title("Coming soon")
-st.info("This page is being written.")
+# the typical comparisons: (button, A's values, B's changes); every other B value is copied from A
+PRESETS = {
+    "seed 1 vs 2": ({"seed": 1}, {"seed": 2}),
+    "scaled vs unscaled": ({"scale": "sqrt"}, {"scale": "none"}),
+    "no mask vs causal": ({"mask": "none"}, {"mask": "causal"}),
+    "1 head vs 4": ({"heads": 1}, {"heads": 4}),
+}
+VIEWS = {"weights": "Softmax weights", "omega": "Omega = Q Kᵀ", "context": "Context vectors"}
+
+
+def copy_a_to_b(a: dict | None = None, b: dict | None = None) -> None:
+    """Set A's given values, then B to A with B's given changes."""
+    for name, value in (a or {}).items():
+        ui.put(name, value)
+    for name in ui.B_SIDE:
+        ui.put("b_" + name, (b or {}).get(name, ui.get(name)))
+
+
+def side(prefix: str, container) -> None:
+    """One side's controls, two to a row: A's are the usual parameters (shared with the other pages), B's b_..."""
+    c = container.columns(2)
+    for n, name in enumerate(("d_k", "d_v", "heads", "seed")):
+        ui.slider(prefix + name, container=c[n % 2])
+    ui.select(prefix + "mask", container=c[0])
+    ui.select(prefix + "scale", container=c[1])
+    if ui.get(prefix + "mask") in ("padding", "window"):
+        ui.slider(prefix + ui.get(prefix + "mask"), container=c[0])
+    if ui.get(prefix + "scale") == "temperature":
+        ui.slider(prefix + "temperature", container=c[1])
+
+
+st.title("Compare A/B")
+st.caption("Change one thing and see what it does: two settings on the same sentence, side by side, and B − A.")
+ui.show_url_warnings()
+ui.controls(["sentence"])
+
+st.markdown("**Typical comparisons**")
+buttons = st.columns(len(PRESETS) + 1)
+for col, (label, (a, b)) in zip(buttons, PRESETS.items(), strict=False):
+    col.button(label, key=f"cmp:preset:{label}", on_click=copy_a_to_b, args=(a, b), width="stretch")
+buttons[-1].button("Copy A to B", key="cmp:copy", on_click=copy_a_to_b, type="primary", width="stretch",
+                   help="Make B the same as A, then change one thing on the B side.")  # fmt: skip
+
+left, right = st.columns(2)
+left.subheader("A")
+side("", left)
+right.subheader("B")
+side("b_", right)
+
+# no dropout: these pages have no control for it, and a comparison should not draw random zeros
+config_a = ui.config_or_stop("Setting A", dropout=0.0)
+config_b = ui.config_or_stop("Setting B", dropout=0.0, **{name: ui.get("b_" + name) for name in ui.B_SIDE})
+a, b = ui.compute(config_a), ui.compute(config_b)
+tok, keys = ui.labels(a.tokens), ui.labels(a.key_tokens)
+head = ui.head_picker(max(a.heads, b.heads))
+head_a, head_b = min(head, a.heads - 1), min(head, b.heads - 1)
+d = experiments.diff(a, b, head_a, head_b)
+
+st.info(ui.plain(d.summary(tok, keys)))
+if a.heads != b.heads:
+    ui.explain(
+        f"A has {a.heads} head(s), B has {b.heads}: A's head {head_a + 1} is compared with B's head {head_b + 1}."
+    )
+
+view = ui.radio("cview", container=st, format_func=VIEWS.get)
+cols = st.columns(3)
+if view == "context":
+    dims_a, dims_b = ui.dim_labels(a.d_v), ui.dim_labels(b.d_v)
+    ui.heatmap(a.context[head_a], tok, dims_a, title="A: context", key="cmp:a", container=cols[0])
+    ui.heatmap(b.context[head_b], tok, dims_b, title="B: context", key="cmp:b", container=cols[1])
+    if d.context is None:
+        cols[2].info(f"A's d_v is {a.d_v} and B's is {b.d_v}: the context vectors have different widths.")
+    else:
+        ui.heatmap(d.context, tok, dims_a, title="B − A: context", key="cmp:d", container=cols[2])
+elif view == "omega":
+    ui.heatmap(a.omega[head_a], tok, keys, title="A: omega", key="cmp:a", container=cols[0])
+    ui.heatmap(b.omega[head_b], tok, keys, title="B: omega", key="cmp:b", container=cols[1])
+    ui.heatmap(d.omega, tok, keys, title="B − A: omega", key="cmp:d", container=cols[2])
+else:
+    ui.heatmap(a.dropped_weights[head_a], tok, keys, title="A: weights", kind="weights", blocked=a.mask,
+               key="cmp:a", container=cols[0])  # fmt: skip
+    ui.heatmap(b.dropped_weights[head_b], tok, keys, title="B: weights", kind="weights", blocked=b.mask,
+               key="cmp:b", container=cols[1])  # fmt: skip
+    ui.heatmap(d.weights, tok, keys, title="B − A: weights", key="cmp:d", container=cols[2])
+cols[0].caption(f"Setting A, head {head_a + 1}.")
+cols[1].caption(f"Setting B, head {head_b + 1}.")
+cols[2].caption("Orange where B is larger than A, blue where it is smaller, white where they agree.")
+
 ui.finish()

@@ -1,9 +1,73 @@
-"""Placeholder: this page is being written."""
+"""Mask editor: tick which keys each query may see, watch the weights follow, export the mask for the command line."""
+
+import shlex
 
 import streamlit as st
 
 import ui
+from attention import experiments, masks, tokenize
 
-st.title("Coming soon")
-st.info("This page is being written.")
+EDITOR_MAX = 40  # a bigger grid of checkboxes is no longer editable by hand
+KEY = "me:cmask"
+
+st.title("Mask editor")
+st.caption(
+    "A mask is a T × T grid: row = query, column = key, ticked = may attend. Start from a template, tick or "
+    "untick cells, and the weights follow; every page's “custom” mask is this one."
+)
+ui.show_url_warnings()
+ui.controls(["sentence", "d_k", "heads", "seed"])
+
+tokens = tokenize(ui.get("sentence"))
+t = len(tokens)
+if t > EDITOR_MAX:
+    st.info(f"The grid editor shows sentences of up to {EDITOR_MAX} tokens; this one has {t}: shorten it.")
+    ui.finish()
+    st.stop()
+if t == 0:
+    ui.config_or_stop()  # explains the empty sentence and stops
+
+st.markdown("**Start from a template**")
+c1, c2, c3, c4 = st.columns([2, 1, 2, 1], vertical_alignment="bottom")
+n = int(ui.slider("padding", container=c1, top=t))
+w = int(ui.slider("window", container=c3, top=t))
+c2.button("Start from padding", key="me:padding", on_click=ui.set_custom_mask, width="stretch",
+          args=(KEY, masks.padding(t, t, n).tolist()), help="Block the last n keys for every query.")  # fmt: skip
+c4.button("Start from window", key="me:window", on_click=ui.set_custom_mask, width="stretch",
+          args=(KEY, masks.window(t, t, w).tolist()), help="Query i sees keys i − w + 1 to i.")  # fmt: skip
+
+st.subheader("The mask")
+ui.explain("Tick the keys (columns) each query (row) may attend to; the buttons reset the whole grid.")
+ui.custom_mask_editor(tokens, tokens, key=KEY)
+
+result = ui.result_or_stop(mask="custom", dropout=0.0)  # the weights as used at inference
+tok = ui.labels(result.tokens)
+head = ui.head_picker(result.heads)
+if result.has_empty_rows:
+    empty = [tok[i] for i in range(t) if bool(result.empty_rows[i])]
+    st.warning(
+        f"Every key is blocked for {ui.plain(', '.join(empty))}: such a query's weights and context are zero. "
+        "Tick at least one key in its row."
+    )
+
+left, right = st.columns(2)
+ui.heatmap(result.mask, tok, tok, title="Mask (1 = may attend)", kind="mask", key="me:mask", container=left)
+left.caption("Your grid as the computation sees it: blue may attend, grey is blocked.")
+ui.heatmap(result.dropped_weights[head], tok, tok, title="Softmax weights", kind="weights", blocked=result.mask,
+           key="me:weights", container=right)  # fmt: skip
+right.caption("Blocked scores become −∞ before the softmax, so their weights are exactly 0 and each row sums to 1.")
+
+st.subheader("Take it to the command line")
+ui.explain("Save the mask as JSON; this command recomputes these weights from it.")
+d1, d2 = st.columns([1, 4])
+d1.download_button(
+    "mask.json",
+    experiments.mask_json(result.mask, result.tokens),
+    file_name="mask.json",
+    mime="application/json",
+    key="me:json",
+    on_click="ignore",
+    icon=":material/download:",
+)
+d2.code(shlex.join(["python", "-m", "attention", *experiments.cli_args(result.config, "mask.json")]), language="bash")
 ui.finish()

@@ -1,9 +1,49 @@
-"""Placeholder: this page is being written."""
+"""Attention as a soft lookup: one query's weights over the keys beside the value rows they mix into its context."""
 
+import pandas as pd
 import streamlit as st
 
 import ui
+from attention import experiments
 
-st.title("Coming soon")
-st.info("This page is being written.")
+st.title("Attention as a soft lookup")
+st.caption(
+    "A dictionary returns the value of the one key that matches; attention returns every value at once, "
+    "each scaled by how well its key matches the query, and adds them up."
+)
+ui.show_url_warnings()
+ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "padding", "window"])
+result = ui.result_or_stop(dropout=0.0)  # the lookup at inference: the weights sum to 1
+tok, keys = ui.labels(result.tokens), ui.labels(result.key_tokens)
+
+c1, c2 = st.columns(2)
+with c1:
+    focus = ui.pick("token", list(range(len(tok))), "Query token", format_func=lambda i: tok[i])
+with c2:
+    head = ui.head_picker(result.heads)
+look = experiments.soft_lookup(result, head, focus)
+dims = ui.dim_labels(result.d_v)
+
+st.subheader(f"Query {ui.plain(tok[focus])}")
+if result.has_empty_rows and bool(result.empty_rows[focus]):
+    st.info("The mask blocks every key for this query: all its weights are 0, so its context is 0.")
+left, middle, right = st.columns([2, 3, 3])
+ui.bars(look.weights, keys, title="weights α over the keys", blocked=look.allowed, key="sl:bars", container=left)
+left.caption("How well each key matches the query, after the softmax: the bars sum to 1.")
+ui.heatmap(look.values, keys, dims, title="values v (one row per key)", key="sl:values", container=middle)
+middle.caption("What each key holds: its value vector.")
+ui.heatmap(look.weighted, keys, dims, title="α · v (each row scaled by its weight)", key="sl:weighted", container=right)
+right.caption("Each value row times its bar: rows with small weights fade towards 0.")
+
+ui.heatmap(look.context[None], [f"z {tok[focus]}"], dims, title="context z = Σ α · v", key="sl:context",
+           container=right)  # fmt: skip
+right.caption("The column sums of α · v: a blend of the values, mostly of the best-matching keys.")
+
+with st.expander("The numbers"):
+    st.dataframe(
+        pd.DataFrame({"key": keys, "weight α": look.weights.tolist(), "may attend": look.allowed.tolist()}),
+        hide_index=True,
+        width="stretch",
+        column_config={"weight α": st.column_config.ProgressColumn(format="%.4f", min_value=0.0, max_value=1.0)},
+    )
 ui.finish()
