@@ -69,7 +69,10 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API allows one running instance per thread, and tests
+# elsewhere (tests/reliability) start their own after these; the server goes with it, so no idle
+# Streamlit process lingers beside later tests' measurements.
+@pytest.fixture(scope="module")
 def browser(chromium_path: str):
     from playwright.sync_api import sync_playwright
 
@@ -101,9 +104,9 @@ def _log_tail(lines: int = 40) -> str:
         return "(no log)"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def app_url() -> Iterator[str]:
-    """Base URL of the dashboard, served by `streamlit run dashboard.py` for the whole session."""
+    """Base URL of the dashboard, served by `streamlit run dashboard.py` for the module's tests."""
     ARTIFACTS.mkdir(exist_ok=True)
     port = _free_port()
     cmd = [
