@@ -23,7 +23,9 @@ PAGES = {
 
 
 def run() -> None:
-    st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
+    # An emoji favicon is drawn in the browser; a :material/...: one is fetched from fonts.gstatic.com,
+    # and the app must start with no network at all.
+    st.set_page_config(page_title="Attention Lab", page_icon="🔎", layout="wide")
     ui.init_state()
     first = PAGES["Attention"][0][0]
     nav = {

@@ -117,6 +117,8 @@ def _parse(name: str, raw: str) -> Any:
     if p.kind == "text":
         if len(raw) > MAX_CHARS:
             raise ValueError("too long")
+        if not raw.strip():
+            raise ValueError("empty")  # a link should open a view that computes
         return raw
     if p.kind == "choice":
         if raw not in p.choices:
@@ -170,9 +172,22 @@ def put(name: str, value: Any) -> None:
     st.session_state["p:" + name] = value
 
 
+def _linkable(name: str, raw: str) -> bool:
+    """Whether the URL reader would accept this value (a link never carries one it would reset)."""
+    try:
+        _parse(name, raw)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
 def sync_url() -> None:
-    """Write every non-default parameter to the URL (a copied link reopens this view)."""
+    """Write every non-default parameter to the URL (a copied link reopens this view).
+
+    Values a link could not carry (a 100,000-character paste, an empty sentence) are left out.
+    """
     wanted = {n: _format(get(n)) for n, p in PARAMS.items() if get(n) != p.default}
+    wanted = {n: v for n, v in wanted.items() if _linkable(n, v)}
     if dict(st.query_params.to_dict()) != wanted:
         st.query_params.from_dict(wanted)
 
@@ -181,12 +196,14 @@ def show_url_warnings() -> None:
     """A short warning when a shared link carried values that could not be used."""
     bad = st.session_state.get("_url_warnings") or []
     if bad:
-        names = ", ".join(sorted(set(bad)))
+        # unknown keys are the link's own text: shown shortened and inert, never as Markdown or HTML
+        names = ", ".join(plain(n if len(n) <= 40 else n[:39] + "…") for n in sorted(set(bad)))
         st.warning(f"Some link parameters were missing a valid value and were reset to defaults: {names}.")
 
 
 def _copy(name: str) -> None:
     put(name, st.session_state["w:" + name])
+    st.session_state.pop("_url_warnings", None)  # the user has moved on from the link's values
 
 
 def _widget(factory: Callable, name: str, *args: Any, container: Any = None, label: str = "", **kw: Any) -> Any:
@@ -316,14 +333,38 @@ def config_from_state(**overrides: Any) -> Config:
     return Config(**fields)
 
 
+# The caches are shared by every session of the server, so they are bounded in bytes, not only in
+# entries: 256 results of up to 512 KiB (the common sizes: up to ~150 tokens at one head), and the
+# few larger ones (up to ~135 MiB at 512 tokens, 16 heads, d = 256) in a cache of 2. Worst case
+# about 128 + 270 MiB, inside Community Cloud's per-app memory (690 MB guaranteed, 2.7 GB at most).
+SMALL_RESULT_BYTES = 512 << 10
+
+
+def result_bytes(config: Config) -> int:
+    """About how many bytes a Result of this config holds (float32; the (h, T_q, T_k) matrices dominate)."""
+    t_q, t_k = len(config.tokens), len(config.key_tokens)
+    d_k, d_v = config.head_dims
+    h, d = config.heads, config.width
+    scores = 5 * h * t_q * t_k  # omega, scaled, masked, weights, dropped weights
+    vectors = h * (t_q * d_k + t_k * (d_k + d_v) + 2 * t_q * d_v) + (t_q + t_k) * d  # q, k, v, context, concat, x
+    params = h * d * (2 * d_k + d_v) + (h * d_v * d if config.out_proj else 0) + t_q * d
+    return 4 * (scores + vectors + params) + t_q * t_k
+
+
 @st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
 def _cached(_config: Config, key: str) -> Result:
     return _compute_uncached(_config)
 
 
+@st.cache_resource(max_entries=2, ttl=600, show_spinner=False)
+def _cached_large(_config: Config, key: str) -> Result:
+    return _compute_uncached(_config)
+
+
 def compute(config: Config) -> Result:
-    """compute(), cached on the config (bounded: 256 entries, one hour)."""
-    return _cached(config, repr(config))
+    """compute(), cached on the config: at most 256 small and 2 large results, for an hour / ten minutes."""
+    cache = _cached if result_bytes(config) <= SMALL_RESULT_BYTES else _cached_large
+    return cache(config, repr(config))
 
 
 def result_or_stop(**overrides: Any) -> Result:
@@ -344,12 +385,16 @@ def finish() -> None:
 # --------------------------------------------------------------------------- text
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~$])")
+# ">" is not escaped with a backslash: it becomes &gt; below (a backslash would show the entity).
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$])")
+# GFM turns "http://x", "www.x.y" and "a@x.y" into links after escapes are resolved, so no escape stops it;
+# an invisible word joiner (U+2060) before "://" and "@" and after "www" does, and the text looks the same.
+_AUTOLINK = re.compile(r"(?=://)|(?=@)|(?<=www)(?=\.)", re.IGNORECASE)
 
 
 def plain(s: str) -> str:
-    """User text made inert for st.markdown: no Markdown, HTML or LaTeX is interpreted."""
-    s = _MD_SPECIAL.sub(r"\\\1", s)
+    """User text made inert for st.markdown: no Markdown, HTML, LaTeX or autolink is interpreted."""
+    s = _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub("\u2060", s))
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -618,17 +663,21 @@ def code(config: Config) -> None:
 # --------------------------------------------------------------------------- step by step
 
 
+def _move_step(delta: int | None) -> None:
+    """Button callback: one stage on or back (None: the first), kept within the stages."""
+    step = 0 if delta is None else int(get("step")) + delta
+    put("step", min(max(step, 0), len(STAGES) - 1))
+
+
 def stepper(result: Result, head: int) -> None:
     """Workshop mode: Next reveals the computation one stage at a time."""
+    # the buttons move the step in callbacks, before this run, so Back/Next are disabled at the right stage
     step = int(get("step"))
     c1, c2, c3, c4 = st.columns([1, 1, 1, 5])
-    if c1.button("◀ Back", disabled=step == 0, key="step:back"):
-        step -= 1
-    if c2.button("Next ▶", disabled=step == len(STAGES) - 1, key="step:next", type="primary"):
-        step += 1
-    if c3.button("Restart", key="step:reset"):
-        step = 0
-    put("step", step)
+    c1.button("◀ Back", disabled=step == 0, key="step:back", on_click=_move_step, args=(-1,))
+    c2.button("Next ▶", disabled=step == len(STAGES) - 1, key="step:next", type="primary", on_click=_move_step,
+              args=(1,))  # fmt: skip
+    c3.button("Restart", key="step:reset", on_click=_move_step, args=(None,))
     c4.progress((step + 1) / len(STAGES), text=f"Stage {step + 1} of {len(STAGES)}: {STAGES[step]}")
     tok, keys = labels(result.tokens), labels(result.key_tokens)
     for s in range(step + 1):

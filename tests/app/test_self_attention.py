@@ -1,0 +1,197 @@
+"""The self-attention page (the dashboard's first page) in AppTest: defaults, controls, step mode, links."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+from streamlit.testing.v1 import AppTest
+
+import ui
+from attention import Config, compute
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = 1  # the walkthrough follows "2 is" by default, as the Raschka tutorial follows x_2
+
+
+def app(**params: str | list[str]) -> AppTest:
+    """The dashboard opened with these URL parameters, after its first run."""
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def config_of(at: AppTest) -> Config:
+    """The Config the page's stored parameters describe (the page computes exactly this)."""
+    get = lambda name: at.session_state["p:" + name]  # noqa: E731
+    return Config(
+        sentence=get("sentence"), d_model=get("d_model"), d_k=get("d_k"), d_v=get("d_v"), heads=get("heads"),
+        head_layout=get("layout"), seed=get("seed"), mask=get("mask"), padding=get("padding"), window=get("window"),
+        dropout=get("dropout"), scale=get("scale"), temperature=get("temperature"), init=get("init"),
+        out_proj=get("out_proj"), bias=get("bias"),
+    )  # fmt: skip
+
+
+def table(at: AppTest):
+    """The walkthrough's table: one row per key for the followed query."""
+    frames = [d.value for d in at.dataframe if "weight" in d.value.columns]
+    assert len(frames) == 1
+    return frames[0]
+
+
+def _walk(node):
+    yield node
+    for child in (getattr(node, "children", None) or {}).values():
+        yield from _walk(child)
+
+
+def heatmaps(at: AppTest) -> dict[str, tuple[torch.Tensor, list[str], list[str]]]:
+    """Each heatmap by title: the matrix it draws (blocked cells 0) and its row and column labels."""
+    out = {}
+    for node in _walk(at._tree):
+        if getattr(node, "type", None) == "vega_lite_chart":
+            spec = json.loads(node.proto.spec)
+            params = {p["name"]: p.get("value") for p in spec.get("params", [])}
+            rows, cols = params["rowLabels"], params["colLabels"]
+            frame = convert_arrow_bytes_to_pandas_df(node.proto.data.data)
+            matrix = torch.zeros(len(rows), len(cols))
+            matrix[torch.tensor(frame["i"].to_numpy()), torch.tensor(frame["j"].to_numpy())] = torch.tensor(
+                frame["value"].to_numpy(), dtype=torch.float32
+            )
+            out[spec["title"]] = (matrix, rows, cols)
+    return out
+
+
+def shown(at: AppTest) -> tuple:
+    """Everything numeric the page shows: the heatmaps, the walkthrough's equations and its table."""
+    t = table(at)
+    maps = tuple((title, m.tolist(), tuple(cols)) for title, (m, _, cols) in sorted(heatmaps(at).items()))
+    return maps, tuple(e.value for e in at.latex), tuple(t["q·k (omega)"]), tuple(t["weight"])
+
+
+def assert_shows_compute(at: AppTest, token: int = TOKEN, head: int = 0) -> None:
+    """The table equals compute() of the page's config, for the followed token."""
+    r = compute(config_of(at))
+    t = table(at)
+    assert list(t["key"]) == [f"{j + 1} {w}" for j, w in enumerate(r.key_tokens)]
+    torch.testing.assert_close(torch.tensor(list(t["weight"])), r.dropped_weights[head, token], rtol=0, atol=1e-6)
+    torch.testing.assert_close(torch.tensor(list(t["q·k (omega)"])), r.omega[head, token], rtol=1e-6, atol=1e-5)
+    assert list(t["may attend"]) == r.mask[token].tolist()
+    maps = heatmaps(at)
+    labels = [f"{i + 1} {w}" for i, w in enumerate(r.tokens)]
+    for title, want in (
+        ("Embeddings x", r.embeddings),
+        ("Omega = Q Kᵀ", r.omega[head]),
+        ("Softmax weights", r.dropped_weights[head].masked_fill(~r.mask, 0)),
+        ("Context vectors", r.context[head]),
+    ):
+        matrix, rows, _ = maps[title]
+        assert rows == labels
+        torch.testing.assert_close(matrix, want, rtol=1e-6, atol=1e-5)
+
+
+def test_defaults_show_the_raschka_numbers() -> None:
+    at = app()
+    assert [t.value for t in at.title] == ["Self-attention"]
+    assert not at.error and not at.warning
+    t = table(at).set_index("key")
+    assert round(float(t.loc["1 Life", "weight"]), 4) == 0.2912
+    assert round(float(t.loc["5 dessert", "q·k (omega)"]), 4) == 11.1466
+    assert any("Following token 2: is" in m.value for m in at.markdown)
+    equations = " ".join(e.value for e in at.latex)
+    assert "= 11.1466" in equations and r"\alpha_{2,1} = 0.2912" in equations
+    assert_shows_compute(at)
+
+
+@pytest.mark.parametrize(
+    ("kind", "key", "value"),
+    [
+        ("slider", "w:d_k", 8),
+        ("slider", "w:d_v", 5),
+        ("slider", "w:heads", 2),
+        ("slider", "w:seed", 7),
+        ("selectbox", "w:mask", "causal"),
+    ],
+)
+def test_each_control_changes_the_numbers(kind: str, key: str, value: object) -> None:
+    at = app()
+    before = shown(at)
+    getattr(at, kind)(key=key).set_value(value).run()
+    assert not at.exception and not at.error
+    assert at.session_state["p:" + key[2:]] == value
+    assert shown(at) != before
+    assert_shows_compute(at)
+    assert at.query_params[key[2:]] == str(value)  # the URL follows, so the link reopens this view
+
+
+def test_step_mode_reveals_the_stages_in_order() -> None:
+    stages = ["Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context"]
+    at = app()
+    at.toggle(key="w:stepmode").set_value(True).run()
+    assert [s.value for s in at.subheader] == ["1. Embeddings"]
+    assert at.button(key="step:back").disabled
+    for n in range(2, len(stages) + 1):
+        at.button(key="step:next").click().run()
+        assert not at.exception
+        assert [s.value for s in at.subheader] == [f"{i + 1}. {s}" for i, s in enumerate(stages[:n])]
+    assert at.button(key="step:next").disabled
+    at.button(key="step:back").click().run()
+    assert len(at.subheader) == len(stages) - 1
+    at.button(key="step:reset").click().run()
+    assert [s.value for s in at.subheader] == ["1. Embeddings"]
+
+
+def test_a_link_with_good_parameters_opens_that_view() -> None:
+    at = app(seed="7", d_k="8", d_v="5", heads="2", mask="causal", sentence="the cat sat on the mat", token="3")
+    assert not at.warning and not at.error
+    assert at.slider(key="w:seed").value == 7
+    assert at.slider(key="w:d_k").value == 8
+    assert at.slider(key="w:d_v").value == 5
+    assert at.slider(key="w:heads").value == 2
+    assert at.selectbox(key="w:mask").value == "causal"
+    assert at.text_area(key="w:sentence").value == "the cat sat on the mat"
+    assert any("Following token 4: on" in m.value for m in at.markdown)
+    assert_shows_compute(at, token=3)
+
+
+DEFAULTS = {"w:seed": 123, "w:d_k": 24, "w:d_v": 28, "w:heads": 1}
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"seed": "abc"}, "seed"),
+        ({"d_k": "99999"}, "d_k"),
+        ({"mask": "bogus"}, "mask"),
+        ({"heads": "-1"}, "heads"),
+        ({"seed": ""}, "seed"),
+        ({"d_v": ""}, "d_v"),
+        ({"sentence": ""}, "sentence"),
+        ({"sentence": "   "}, "sentence"),
+        ({"nonsense": "1"}, "nonsense"),
+        ({"seed": ["7", "abc"]}, "seed"),  # repeated: the last value counts
+        ({"seed": "7.5"}, "seed"),
+        ({"d_k": "1e3"}, "d_k"),
+        ({"heads": "0x10"}, "heads"),
+        ({"seed": "9" * 5000}, "seed"),
+    ],
+)
+def test_a_malformed_link_opens_the_defaults_with_a_warning(params: dict, named: str) -> None:
+    at = app(**params)
+    assert len(at.warning) == 1 and ui.plain(named) in at.warning[0].value  # names are shown escaped
+    assert not at.error
+    for key, default in DEFAULTS.items():
+        assert at.slider(key=key).value == default
+    assert at.selectbox(key="w:mask").value == "none"
+    assert round(float(table(at).set_index("key").loc["1 Life", "weight"]), 4) == 0.2912
+    # the rejected values are dropped from the URL, and the next change clears the warning
+    assert all(name not in at.query_params for name in params)
+    at.slider(key="w:seed").set_value(8).run()
+    assert not at.exception and not at.warning
+    assert_shows_compute(at)

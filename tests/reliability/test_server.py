@@ -1,0 +1,239 @@
+"""The real server: it needs no network (nothing fetched from outside loopback), and a restart loses no view.
+
+`streamlit run dashboard.py` on a free loopback port. The browser tests drive it in headless Chromium with
+every request to a host other than 127.0.0.1 aborted and recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import dashboard
+import ui
+from attention import Config, compute
+
+ROOT = Path(__file__).resolve().parents[2]
+LOOPBACK = "127.0.0.1"
+MARKUP = ("<img src=x onerror=alert(1)>", "**x**", "$\\frac{1}{0}$", '=HYPERLINK("http://x")', "www.x.org", "a@x.org")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def start(port: int, log: Path) -> subprocess.Popen:
+    """`streamlit run dashboard.py` on loopback; returns once /_stcore/health answers."""
+    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port)]
+    cmd += ["--server.address", LOOPBACK, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("streamlit did not answer its health check in 90 s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    proc = start(port, tmp_path_factory.mktemp("server") / "streamlit.log")
+    yield f"http://{LOOPBACK}:{port}"
+    stop(proc)
+
+
+def test_the_first_page_references_no_outside_host(server: str) -> None:
+    with urllib.request.urlopen(server + "/", timeout=10) as r:
+        html = r.read().decode()
+    assert "<script" in html
+    outside = [u for u in re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)""", html) if re.match(r"(https?:)?//", u)]
+    assert outside == []
+    for sheet in re.findall(r"""href\s*=\s*["']([^"']+\.css)""", html):  # fonts come from the bundle
+        with urllib.request.urlopen(server + "/" + sheet.lstrip("./"), timeout=10) as r:
+            css = r.read().decode()
+        assert not re.search(r"url\(\s*['\"]?(https?:)?//", css), sheet
+        assert "@import" not in css
+
+
+# --------------------------------------------------------------------------- in a browser
+
+
+def chromium() -> str:
+    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(path, os.X_OK):
+        if os.environ.get("CI"):
+            pytest.fail(f"no Chromium at {path} and CI is set", pytrace=False)
+        pytest.skip(f"no Chromium at {path}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    path = chromium()
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=path,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        yield b
+        b.close()
+
+
+def offline_page(browser, outside: list[str]):
+    """A page whose every request off loopback is aborted and recorded in `outside`."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+
+    def route(r) -> None:
+        if re.match(rf"(https?|wss?)://{re.escape(LOOPBACK)}[:/]", r.request.url) or r.request.url.startswith(
+            ("data:", "blob:")
+        ):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    return context, context.new_page()
+
+
+def settled(page, timeout: float = 60_000) -> None:
+    """Wait until the app is connected and its script has finished running."""
+    page.wait_for_selector("[data-testid=stApp][data-test-connection-state=CONNECTED]", timeout=timeout)
+    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
+    page.wait_for_function("!document.querySelector('[data-stale=true]')", timeout=timeout)
+
+
+def equations(page) -> list[str]:
+    return page.eval_on_selector_all(".katex-mathml annotation", "els => els.map(e => e.textContent)")
+
+
+@pytest.mark.browser
+def test_every_page_loads_with_no_network(server: str, browser) -> None:
+    outside: list[str] = []
+    context, page = offline_page(browser, outside)
+    try:
+        page.goto(server + "/")
+        settled(page)
+        for section in dashboard.PAGES.values():
+            for entry in section:  # through the sidebar, as a person moves between pages
+                title = entry[1]
+                link = page.get_by_test_id("stSidebarNav").locator("a").filter(has=page.get_by_text(title, exact=True))
+                link.click()
+                link.and_(page.locator("[aria-current=page]")).wait_for(timeout=30_000)
+                settled(page)
+                page.wait_for_selector("[data-testid=stMain] h1", timeout=30_000)
+                assert page.locator("[data-testid=stException]").count() == 0, title
+        page.goto(server + "/?seed=7")
+        settled(page)
+        page.wait_for_selector(".katex", timeout=60_000)
+        page.wait_for_function("document.querySelectorAll('.vega-embed svg .mark-rect path').length >= 4 * 36")
+        assert page.locator(".vega-embed svg").count() == 4  # the four heatmaps drew
+    finally:
+        context.close()
+    assert outside == []
+
+
+@pytest.mark.browser
+def test_markup_tokens_show_as_plain_text(server: str, browser) -> None:
+    outside: list[str] = []
+    context, page = offline_page(browser, outside)
+    try:
+        sentence = urllib.parse.quote(" ".join(MARKUP))
+        page.goto(f"{server}/?sentence={sentence}&token=0")
+        settled(page)
+        page.wait_for_selector(".katex", timeout=60_000)
+        heading = page.locator("[data-testid=stMain] [data-testid=stMarkdownContainer] strong").first.inner_text()
+        assert heading == "Following token 1: <img"
+        assert page.locator("[data-testid=stMain] [data-testid=stMarkdownContainer] img").count() == 0
+        page.wait_for_function("document.querySelectorAll('.vega-embed svg .role-axis-label text').length > 20")
+        labels = page.eval_on_selector_all(
+            ".vega-embed svg .role-axis-label text", "els => els.map(e => e.textContent)"
+        )
+        cells = page.eval_on_selector_all(".vega-embed svg .mark-rect path", "els => els.map(e => e.ariaLabel)")
+        tokens = ["<img", "src=x", "onerror=alert(1)>", *MARKUP[1:]]
+        for i, token in enumerate(tokens):
+            label = f"{i + 1} {token}"  # axis labels are cut at 90 px with an ellipsis; the cells carry it whole
+            assert any(t == label or (t.endswith("…") and label.startswith(t[:-1])) for t in labels), label
+            assert any(f"row: {label};" in c for c in cells), label
+        picker = page.get_by_test_id("stSelectbox").filter(has_text="Token to follow").locator("input")
+        for i, token in enumerate(tokens[2:], start=2):  # '>' at the end of a token, '$', '**', a URL, an e-mail
+            picker.click()
+            picker.fill(f"{i + 1} {token}")  # the combobox filters its options as one types
+            page.get_by_role("option").filter(has_text=f"{i + 1} {token}").first.click()
+            strong = page.locator("[data-testid=stMain] [data-testid=stMarkdownContainer] strong").first
+            page.wait_for_function(
+                "n => document.querySelector('[data-testid=stMain] [data-testid=stMarkdownContainer] strong')"
+                ".innerText.startsWith(`Following token ${n}:`)",
+                arg=i + 1,
+            )
+            assert strong.inner_text().replace("\u2060", "") == f"Following token {i + 1}: {token}"
+            assert strong.locator("a, img, em, code, .katex").count() == 0  # no link, image, emphasis or math
+    finally:
+        context.close()
+    assert outside == []
+
+
+@pytest.mark.browser
+def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "streamlit.log"
+    proc = start(port, log)
+    outside: list[str] = []
+    context, page = offline_page(browser, outside)
+    try:
+        page.goto(f"http://{LOOPBACK}:{port}/?seed=7&mask=causal&d_k=8")
+        settled(page)
+        page.wait_for_selector(".katex", timeout=60_000)
+        before = equations(page)
+        weights = compute(Config(seed=7, mask="causal", d_k=8)).weights[0, 1]  # the walkthrough follows "2 is"
+        shown = rf"\alpha_{{2,1}} = {ui._num(float(weights[0]))}, \alpha_{{2,2}} = {ui._num(float(weights[1]))}"
+        assert any(shown in e for e in before), before
+        stop(proc)
+        page.wait_for_selector("[data-testid=stApp][data-test-connection-state=PINGING_SERVER]", timeout=30_000)
+        assert "CONNECTING" in page.locator("[data-testid=stStatusWidget]").inner_text().upper()
+        proc = start(port, log)
+        settled(page, timeout=90_000)
+        page.wait_for_selector(".katex", timeout=60_000)
+        page.wait_for_function("!document.querySelector('[role=dialog]')", timeout=30_000)  # "Connection error"
+        page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')", timeout=30_000)
+        seed = page.locator("[data-testid=stSlider] input[type=range][aria-label=seed]")
+        assert seed.input_value() == "7"
+        assert "seed=7" in page.url and "mask=causal" in page.url
+        assert equations(page) == before  # the same view, recomputed by the new server
+        assert page.locator("[data-testid=stException]").count() == 0
+    finally:
+        context.close()
+        stop(proc)
+    assert outside == []
