@@ -1,4 +1,9 @@
-"""Attention Lab: the frame. Page config, navigation over pages/, nothing else."""
+"""Attention Lab: the frame. Page config, navigation over pages/, nothing else.
+
+Each page's URL path is its file name (`/masks`, `/multi_head`): the path Streamlit's older
+folder-based navigation gives a file in pages/, so a share link opened on a freshly started
+server names the same page both ways (see `ui.ensure_frame`).
+"""
 
 import streamlit as st
 
@@ -6,18 +11,18 @@ import ui
 
 PAGES = {
     "Attention": [
-        ("pages/self_attention.py", "Self-attention", ":material/visibility:", "self-attention"),
-        ("pages/masks.py", "Masks and dropout", ":material/grid_on:", "masks"),
-        ("pages/multi_head.py", "Multi-head", ":material/view_column:", "multi-head"),
-        ("pages/cross_attention.py", "Cross-attention", ":material/compare_arrows:", "cross-attention"),
-        ("pages/tutorials.py", "Tutorials", ":material/menu_book:", "tutorials"),
+        ("pages/self_attention.py", "Self-attention", ":material/visibility:"),
+        ("pages/masks.py", "Masks and dropout", ":material/grid_on:"),
+        ("pages/multi_head.py", "Multi-head", ":material/view_column:"),
+        ("pages/cross_attention.py", "Cross-attention", ":material/compare_arrows:"),
+        ("pages/tutorials.py", "Tutorials", ":material/menu_book:"),
     ],
     "Experiments": [
-        ("pages/compare.py", "Compare A/B", ":material/difference:", "compare"),
-        ("pages/scaling.py", "Why divide by √d_k", ":material/show_chart:", "scaling"),
-        ("pages/pitfalls.py", "Pitfalls", ":material/report:", "pitfalls"),
-        ("pages/mask_editor.py", "Mask editor", ":material/edit_square:", "mask-editor"),
-        ("pages/soft_lookup.py", "Soft lookup", ":material/bar_chart:", "soft-lookup"),
+        ("pages/compare.py", "Compare A/B", ":material/difference:"),
+        ("pages/scaling.py", "Why divide by √d_k", ":material/show_chart:"),
+        ("pages/pitfalls.py", "Pitfalls", ":material/report:"),
+        ("pages/mask_editor.py", "Mask editor", ":material/edit_square:"),
+        ("pages/soft_lookup.py", "Soft lookup", ":material/bar_chart:"),
     ],
 }
 
@@ -30,8 +35,8 @@ def run() -> None:
     first = PAGES["Attention"][0][0]
     nav = {
         section: [
-            st.Page(path, title=title, icon=icon, url_path=url, default=path == first)
-            for path, title, icon, url in pages
+            st.Page(path, title=title, icon=icon, default=path == first)
+            for path, title, icon in pages
         ]
         for section, pages in PAGES.items()
     }

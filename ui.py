@@ -192,8 +192,26 @@ def sync_url() -> None:
         st.query_params.from_dict(wanted)
 
 
+def ensure_frame() -> None:
+    """Make sure this run went through dashboard.py; if not, rerun so that it does.
+
+    With a folder called pages/ beside the entry script, Streamlit starts in its older
+    folder-based navigation and, until some session opens `/`, runs a deep-linked page file
+    on its own: no page config, no navigation and no URL state. The flag below is what
+    `st.navigation` itself sets; clearing it and rerunning runs dashboard.py, which opens the
+    same page (its URL path is its file name) with the link's parameters.
+    """
+    if st.session_state.get("_state_ready"):
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+    st.rerun()
+
+
 def show_url_warnings() -> None:
-    """A short warning when a shared link carried values that could not be used."""
+    """Call first on every page: runs it inside the frame, then warns about unusable link values."""
+    ensure_frame()
     bad = st.session_state.get("_url_warnings") or []
     if bad:
         # unknown keys are the link's own text: shown shortened and inert, never as Markdown or HTML
@@ -452,7 +470,8 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
         scale = (
             alt.Scale(scheme="viridis", domain=[0, 1])
             if kind == "weights"
-            else alt.Scale(scheme="blueorange", domainMid=0)
+            # symmetric about zero, so the same shade means the same size on either side
+            else alt.Scale(scheme="blueorange", domain=alt.ExprRef("[-maxAbs, maxAbs]"))
         )
         color = alt.condition(
             "datum.blocked", alt.value("#c8c8c8"), alt.Color("value:Q", scale=scale, legend=alt.Legend(title=None))
@@ -480,6 +499,14 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
     for layer in spec.get("layer", []):
         layer.pop("data", None)
     return spec
+
+
+def _max_abs(matrix: torch.Tensor, blocked: torch.Tensor | None) -> float:
+    """The largest finite |value| shown (1 when there is none), for a symmetric colour scale."""
+    m = matrix.detach().float()
+    keep = torch.isfinite(m) if blocked is None else torch.isfinite(m) & blocked
+    top = float(m[keep].abs().max()) if bool(keep.any()) else 0.0
+    return top if top > 0 else 1.0
 
 
 def _frame(matrix: torch.Tensor, blocked: torch.Tensor | None) -> pd.DataFrame:
@@ -527,6 +554,7 @@ def heatmap(
         *spec.get("params", []),
         {"name": "rowLabels", "value": list(rows)},
         {"name": "colLabels", "value": list(cols)},
+        {"name": "maxAbs", "value": _max_abs(matrix, blocked)},
     ]
     frame = _frame(matrix.float() if kind == "mask" else matrix, blocked)
     target = container or st

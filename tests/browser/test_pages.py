@@ -25,19 +25,19 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 pytestmark = pytest.mark.browser
 
 PAGES = [
-    "self-attention",
+    "self_attention",
     "masks",
-    "multi-head",
-    "cross-attention",
+    "multi_head",
+    "cross_attention",
     "tutorials",
     "compare",
     "scaling",
     "pitfalls",
-    "mask-editor",
-    "soft-lookup",
+    "mask_editor",
+    "soft_lookup",
 ]
-# Streamlit serves the default page at / only: its url_path ("self-attention") answers "Page not found".
-URL = {"self-attention": ""}
+# URL paths are the page files' names (see dashboard.py); the default page is served at /.
+URL = {"self_attention": ""}
 EXPECTED_ERRORS: dict[str, int] = {}  # page path -> st.error boxes it shows at its defaults on purpose
 PLACEHOLDER = "This page is being written."
 
@@ -167,7 +167,7 @@ def test_every_page_draws_its_charts_without_an_exception(page, app_url, page_er
     open_page(page, app_url, path)
     paths = nav_paths(page)
     assert "" in paths and "masks" in paths, f"navigation links: {sorted(paths)}"
-    if path != "self-attention":  # the default page must always be there
+    if path != "self_attention":  # the default page must always be there
         if URL.get(path, path) not in paths:
             pytest.skip(f"/{path} is not in the navigation yet")
         if page.get_by_text(PLACEHOLDER).count():
@@ -190,7 +190,7 @@ def test_root_is_the_self_attention_page(page, app_url, page_errors):
 
 @pytest.mark.parametrize("name", ["seed", "d_k"])
 def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, name):
-    open_page(page, app_url, "self-attention")
+    open_page(page, app_url, "self_attention")
     wait_for_charts(page)
     control = slider(page, name)
     before_value = int(control.input_value())
@@ -216,7 +216,7 @@ def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, n
 
 
 def test_share_link_opens_the_view_in_a_new_context(browser, page, app_url, page_errors, shoot):
-    open_page(page, app_url, "self-attention", "seed=7&d_k=8&mask=causal")
+    open_page(page, app_url, "self_attention", "seed=7&d_k=8&mask=causal")
     wait_for_charts(page)
     assert slider(page, "seed").input_value() == "7"
     assert slider(page, "d_k").input_value() == "8"
@@ -244,7 +244,7 @@ def test_share_link_opens_the_view_in_a_new_context(browser, page, app_url, page
 
 
 def test_controls_write_a_link_that_reopens_the_view(browser, page, app_url, page_errors):
-    open_page(page, app_url, "self-attention")
+    open_page(page, app_url, "self_attention")
     wait_for_charts(page)
     slider(page, "seed").focus()
     page.keyboard.press("ArrowRight")
@@ -280,7 +280,7 @@ def _download(page, button_name: re.Pattern, folder: Path) -> bytes:
 
 
 def test_downloads_hold_the_shown_result(page, app_url, page_errors, downloads_dir):
-    open_page(page, app_url, "self-attention")
+    open_page(page, app_url, "self_attention")
     wait_for_charts(page)
 
     data = json.loads(_download(page, re.compile(r"\.json$"), downloads_dir))
@@ -304,7 +304,7 @@ def test_downloads_hold_the_shown_result(page, app_url, page_errors, downloads_d
 
 
 def test_step_by_step_mode_reveals_stages_in_order(page, app_url, page_errors):
-    open_page(page, app_url, "self-attention")
+    open_page(page, app_url, "self_attention")
     wait_for_charts(page)
     toggle = page.get_by_role("switch", name=re.compile("step", re.I))
     toggle.focus()  # the input itself is covered by its styled label; Space toggles it as for a keyboard user

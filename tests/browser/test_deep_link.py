@@ -1,0 +1,42 @@
+"""A share link to an inner page, opened first on a freshly started server (this module's own server).
+
+With a pages/ folder beside dashboard.py, Streamlit starts in its older folder-based navigation
+and, until some session opens /, runs a deep-linked page file on its own. `ui.ensure_frame`
+reruns it inside dashboard.py; these tests would fail without that (file-name navigation,
+the link's settings dropped, "Page not found" for some paths).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from browser.test_pages import APP, assert_clean, chart_texts, open_page, slider, wait_for_charts
+
+pytestmark = pytest.mark.browser
+
+
+def test_first_visit_of_a_fresh_server_is_a_deep_link_with_settings(page, app_url, page_errors, shoot):
+    open_page(page, app_url, "masks", "seed=7&mask=causal&d_k=8")
+    wait_for_charts(page)
+    shoot(page, "test_deep_link_masks_first")
+    assert page.get_by_role("heading", name=re.compile("masks and dropout", re.I)).count() >= 1
+    assert slider(page, "seed").input_value() == "7"
+    assert slider(page, "d_k").input_value() == "8"
+    assert page.get_by_role("combobox", name=re.compile("mask type", re.I)).input_value() == "causal"
+    nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+    assert "Masks and dropout" in nav and "Soft lookup" in nav, f"not the app's navigation: {nav!r}"
+    assert "dashboard" not in nav.lower()
+    assert "seed=7" in page.evaluate("window.location.search")
+    assert any("−∞" in t or "0" in t for t in chart_texts(page))
+    assert_clean(page, page_errors)
+
+
+def test_each_inner_page_opens_by_its_link(page, app_url, page_errors):
+    for path, heading in (("mask_editor", "mask editor"), ("multi_head", "multi-head"), ("soft_lookup", "soft lookup")):
+        open_page(page, app_url, path, "seed=11")
+        page.wait_for_selector(APP)
+        assert page.get_by_role("heading", name=re.compile(heading, re.I)).count() >= 1, path
+        assert slider(page, "seed").input_value() == "11", path
+        assert_clean(page, page_errors)
