@@ -34,10 +34,7 @@ def run() -> None:
     ui.init_state()
     first = PAGES["Attention"][0][0]
     nav = {
-        section: [
-            st.Page(path, title=title, icon=icon, default=path == first)
-            for path, title, icon in pages
-        ]
+        section: [st.Page(path, title=title, icon=icon, default=path == first) for path, title, icon in pages]
         for section, pages in PAGES.items()
     }
     st.navigation(nav).run()
