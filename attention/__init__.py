@@ -1,8 +1,8 @@
 """Attention, one step at a time: every intermediate of self-, masked, multi-head and cross-attention.
 
-    from attention import Config, compute, presets
-    result = compute(Config())             # the Raschka tutorial's setting
-    result.weights[0]                      # (T_q, T_k) softmax weights of head 0
+from attention import Config, compute, presets
+result = compute(Config())             # the Raschka tutorial's setting
+result.weights[0]                      # (T_q, T_k) softmax weights of head 0
 """
 
 from . import masks, presets
