@@ -12,6 +12,7 @@ survive page switches (widget state does not) and a copied link opens the same v
 from __future__ import annotations
 
 import functools
+import gc
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -27,6 +28,12 @@ import torch
 from attention import Config, Result, experiments, export, masks, presets
 from attention import compute as _compute_uncached
 from attention.config import MASKS, MAX_TOKENS, RASCHKA_SENTENCE, tokenize
+
+# Streamlit runs gc.collect(2) after every script run (runner.postScriptGC). With torch, pandas and Altair
+# loaded that walks some 250,000 long-lived objects, ~150 ms holding the GIL, once per rerun of every session:
+# most of the server's CPU under load. Freezing what the imports built takes it out of every collection;
+# what the runs allocate is still collected.
+gc.freeze()
 
 MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
 ANNOTATE_MAX = 16  # matrices up to 16 x 16 print their values in the cells

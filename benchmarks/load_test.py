@@ -1,0 +1,517 @@
+"""Many sessions against one `streamlit run` server: every session sees only its own numbers; latency; memory.
+
+    python benchmarks/load_test.py [--client both|ws|browser] [--sessions 20] [--duration 60] [--json FILE]
+
+Starts `streamlit run dashboard.py` on a free loopback port and opens N sessions on the self-attention page,
+each with its own seed, sentence and mask in the URL. For --duration seconds every session moves its own
+sliders (seed, d_k, d_v, heads) one step at a time and, after each move, checks that it is shown exactly
+`attention.compute()` of its own config: every cell of the softmax-weights and context heatmaps and the
+walkthrough's weights, no exception element, no lost connection. Two clients:
+
+  ws       Streamlit's own websocket protocol (what the browser sends and receives), one thread a session:
+           light, so it measures the server. Latency: from sending the slider's new value to the end of
+           the run's messages (the heatmaps' data included).
+  browser  Playwright contexts in one headless Chromium, sliders moved with the keyboard; the numbers are
+           read from the heatmaps' SVG marks. Latency: from the key press to the page showing the new
+           heatmap (Streamlit's slider debounce and the browser's rendering included). A page that shows
+           other numbers for 30 s, an exception element, a connection state other than CONNECTED or a
+           "Connection error" dialog is a failure.
+
+Reports p50/p95 latency, and the server's resident memory (the process and its children) after 1, 10 and
+N sessions have loaded and at the end, and the CPU the server, the browser and this client used.
+A benchmark, not a test: loopback only, bounded in sessions, time and waits; numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import ui  # noqa: E402  (the dashboard's own number formatting and defaults)
+from attention import Config, compute  # noqa: E402
+
+LOOPBACK = "127.0.0.1"
+WORDS = ("the", "chef", "prepared", "a", "delicious", "meal", "life", "is", "short", "eat", "dessert", "first",
+         "cat", "sat", "on", "mat", "and", "it", "was", "served", "with", "wine", "journey", "starts")  # fmt: skip
+MASKS = ("none", "causal", "padding", "window")
+SLIDERS = {"seed": "seed", "d_k": "d_k (", "d_v": "d_v (", "heads": "heads"}  # name: aria-label prefix
+MATCH_TIMEOUT_S = 30.0
+
+# What one page shows: the cells of two heatmaps (from the SVG marks' aria-labels), the walkthrough's
+# equations, and any sign of trouble.
+SNAPSHOT_JS = """() => {
+  const charts = {};
+  for (const svg of document.querySelectorAll('.vega-embed svg')) {
+    const title = svg.querySelector('.role-title-text text');
+    if (!title) continue;
+    const cells = [];
+    for (const p of svg.querySelectorAll('.mark-rect path')) {
+      const m = /j: (\\d+); i: (\\d+); value: ([^;]+)/.exec(p.getAttribute('aria-label') || '');
+      if (m) cells.push([+m[2], +m[1], parseFloat(m[3])]);
+    }
+    charts[title.textContent] = cells;
+  }
+  const app = document.querySelector('[data-testid=stApp]');
+  return {
+    charts,
+    latex: [...document.querySelectorAll('.katex-mathml annotation')].map(e => e.textContent),
+    exception: document.querySelectorAll('[data-testid=stException]').length,
+    connection: app ? app.getAttribute('data-test-connection-state') : null,
+    script: app ? app.getAttribute('data-test-script-state') : null,
+    dialog: [...document.querySelectorAll('[role=dialog]')].map(e => e.innerText.slice(0, 80)),
+    closes: window.__wsCloses || [],
+  };
+}"""
+
+# Records why a websocket closed (code, reason, seconds since the page loaded), for the failure report.
+WS_CLOSES_JS = """(() => {
+  const Native = window.WebSocket;
+  window.__wsCloses = [];
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('close', e => window.__wsCloses.push(`code ${e.code} ${e.reason} clean ${e.wasClean}`
+        + ` at ${(performance.now() / 1000).toFixed(1)} s`));
+    }
+  };
+})();"""
+
+
+@dataclass
+class Session:
+    index: int
+    sentence: str
+    mask: str
+    values: dict[str, int]  # seed, d_k, d_v, heads
+    rng: random.Random
+    latencies: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    changes: int = 0
+
+    def config(self) -> Config:
+        p = ui.PARAMS
+        return Config(
+            sentence=self.sentence, mask=self.mask, d_model=p["d_model"].default, padding=p["padding"].default,
+            window=p["window"].default, init=p["init"].default, **self.values,
+        )  # fmt: skip
+
+    def url(self, base: str) -> str:
+        query = {"sentence": self.sentence, "mask": self.mask, **{k: str(v) for k, v in self.values.items()}}
+        return base + "/?" + urllib.parse.urlencode(query)
+
+
+def expected(session: Session) -> dict:
+    """What the page must show for this session's config: compute() of it, as the page formats it."""
+    r = compute(session.config())
+    weights = r.dropped_weights[0].masked_fill(~r.mask, 0)
+    i = 1 if len(r.tokens) > 1 else 0  # the walkthrough follows token 2 by default, and shows 3 allowed keys
+    alphas = [j for j in range(len(r.key_tokens)) if r.mask[i, j]][:3]
+    return {
+        "Softmax weights": weights,
+        "Context vectors": r.context[0],
+        "alphas": [rf"\alpha_{{{i + 1},{j + 1}}} = {ui._num(float(r.dropped_weights[0, i, j]))}" for j in alphas],
+    }
+
+
+def mismatch(shown: dict, want: dict) -> str | None:
+    """None when the page shows exactly the wanted numbers, else what differs (for the report)."""
+    if shown["exception"]:
+        return "an exception element"
+    if shown["connection"] != "CONNECTED" or shown["dialog"]:
+        return f"connection {shown['connection']} {shown['dialog']} websocket closes: {shown.get('closes')}"
+    for title in ("Softmax weights", "Context vectors"):
+        cells, matrix = shown["charts"].get(title), want[title]
+        if not cells or len(cells) != matrix.numel():
+            return f"{title}: {0 if not cells else len(cells)} cells, want {matrix.numel()}"
+        for i, j, v in cells:
+            if i >= matrix.shape[0] or j >= matrix.shape[1] or abs(v - float(matrix[i, j])) > 1e-5 * (1 + abs(v)):
+                return f"{title}[{i},{j}] = {v}"
+    latex = " ".join(shown["latex"])
+    for alpha in want["alphas"]:
+        if alpha not in latex:
+            return f"walkthrough lacks {alpha}"
+    return None
+
+
+# Cheap to ask often: is the script still running (then the full snapshot can wait)?
+RUNNING_JS = """() => {
+  const app = document.querySelector('[data-testid=stApp]');
+  return !!app && app.getAttribute('data-test-script-state') === 'running'
+    && app.getAttribute('data-test-connection-state') === 'CONNECTED';
+}"""
+POLL_S = 0.1
+
+
+async def until_shows(page, session: Session, timeout: float = MATCH_TIMEOUT_S) -> float:
+    """Seconds until the page shows this session's numbers; records a failure after `timeout`."""
+    want = expected(session)
+    start = time.perf_counter()
+    last = None
+    while time.perf_counter() - start < timeout:
+        if await page.evaluate(RUNNING_JS):
+            await asyncio.sleep(POLL_S)
+            continue
+        shown = await page.evaluate(SNAPSHOT_JS)
+        last = mismatch(shown, want)
+        if last is None:
+            return time.perf_counter() - start
+        if last.startswith(("an exception", "connection")):
+            break
+        await asyncio.sleep(POLL_S)
+    session.failures.append(f"session {session.index} {session.values}: {last}")
+    return float("nan")
+
+
+async def move(page, session: Session) -> None:
+    """Press an arrow key on one of the session's sliders and wait for the page to show the new numbers."""
+    name = session.rng.choice(tuple(SLIDERS))
+    slider = page.locator(f"[data-testid=stSlider] input[type=range][aria-label^='{SLIDERS[name]}']")
+    p = ui.PARAMS[name]
+    value = session.values[name]
+    key = "ArrowRight" if value < p.hi and (value <= p.lo or session.rng.random() < 0.5) else "ArrowLeft"
+    await slider.focus()
+    t0 = time.perf_counter()
+    await page.keyboard.press(key)
+    session.values[name] = int(await slider.input_value())
+    session.changes += 1
+    waited = await until_shows(page, session)
+    if waited == waited:  # not NaN
+        session.latencies.append(time.perf_counter() - t0)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port)]
+    cmd += ["--server.address", LOOPBACK, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/_stcore/health", timeout=2):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the server did not start; see {log}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def tree(pids: list[int]) -> list[psutil.Process]:
+    """These processes and all their children, each once."""
+    found: dict[int, psutil.Process] = {}
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            for p in (root, *root.children(recursive=True)):
+                found[p.pid] = p
+        except psutil.NoSuchProcess:
+            pass
+    return list(found.values())
+
+
+def rss_mib(proc: subprocess.Popen) -> float:
+    """Resident memory of the server process and all its children, in MiB."""
+    total = 0
+    for p in tree([proc.pid]):
+        try:
+            total += p.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total / 2**20
+
+
+def cpu_seconds(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def make_sessions(n: int, seed: int) -> list[Session]:
+    rng = random.Random(seed)
+    sessions = []
+    for i in range(n):
+        words = rng.sample(WORDS, rng.randint(4, 8))
+        values = {"seed": rng.randint(0, 9999), "d_k": rng.randint(2, 40), "d_v": rng.randint(2, 40)}
+        values["heads"] = rng.randint(1, 4)
+        sessions.append(Session(i, " ".join(words), MASKS[i % len(MASKS)], values, random.Random(seed + i)))
+    return sessions
+
+
+def next_value(session: Session) -> tuple[str, int]:
+    """One of the session's sliders, and its value one step up or down (inside its range)."""
+    name = session.rng.choice(tuple(SLIDERS))
+    p, value = ui.PARAMS[name], session.values[name]
+    up = value < p.hi and (value <= p.lo or session.rng.random() < 0.5)
+    return name, value + 1 if up else value - 1
+
+
+# --------------------------------------------------------------------------- the websocket client
+
+
+class WsClient:
+    """One session over Streamlit's websocket protocol, as the browser speaks it (protobuf messages)."""
+
+    def __init__(self, port: int, session: Session) -> None:
+        import websocket
+
+        self.session = session
+        self.ws = websocket.create_connection(
+            f"ws://{LOOPBACK}:{port}/_stcore/stream", subprotocols=["streamlit"], timeout=MATCH_TIMEOUT_S
+        )
+        self.query = urllib.parse.urlsplit(session.url("")).query
+        self.sliders: dict[str, str] = {}  # name -> widget id
+
+    def rerun(self, widgets: dict[str, int] | None = None) -> tuple[float, dict]:
+        """Send one rerun (with new slider values) and read its messages: (seconds, what it showed)."""
+        from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        msg = BackMsg()
+        msg.rerun_script.query_string = self.query
+        for name, value in (widgets or {}).items():
+            state = WidgetState(id=self.sliders[name])
+            state.double_array_value.data.append(value)
+            msg.rerun_script.widget_states.widgets.append(state)
+        t0 = time.perf_counter()
+        self.ws.send_binary(msg.SerializeToString())
+        shown = {"charts": {}, "latex": [], "exception": 0, "connection": "CONNECTED", "dialog": []}
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(self.ws.recv())
+            kind = fwd.WhichOneof("type")
+            if kind == "page_info_changed":
+                self.query = fwd.page_info_changed.query_string
+            elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                el = fwd.delta.new_element
+                what = el.WhichOneof("type")
+                if what == "vega_lite_chart":
+                    frame = convert_arrow_bytes_to_pandas_df(el.vega_lite_chart.data.data)
+                    title = json.loads(el.vega_lite_chart.spec)["title"]
+                    cells = zip(frame["i"].tolist(), frame["j"].tolist(), frame["value"].tolist(), strict=True)
+                    shown["charts"][title] = [[int(i), int(j), float(v)] for i, j, v in cells]
+                elif what == "markdown" and el.markdown.body.startswith("$$"):
+                    shown["latex"].append(el.markdown.body)
+                elif what == "exception" or (what == "alert" and el.alert.format == 1):  # 1: error
+                    shown["exception"] += 1
+                elif what == "slider":
+                    for name, prefix in SLIDERS.items():
+                        if el.slider.label.startswith(prefix.rstrip(" (")):
+                            self.sliders[name] = el.slider.id
+            elif kind == "script_finished":
+                return time.perf_counter() - t0, shown
+
+    def check(self, shown: dict) -> bool:
+        problem = mismatch(shown, expected(self.session))
+        if problem:
+            self.session.failures.append(f"session {self.session.index} {self.session.values}: {problem}")
+        return problem is None
+
+
+def run_ws(args: argparse.Namespace, port: int, server: subprocess.Popen, sessions: list[Session], memory: dict):
+    clients, loads = [], []
+    for s in sessions:  # one at a time, so the memory after 1, 10 and N sessions is measurable
+        client = WsClient(port, s)
+        seconds, shown = client.rerun()
+        if client.check(shown):
+            loads.append(seconds)
+        clients.append(client)
+        if len(clients) in (1, 10, len(sessions)):
+            memory[f"{len(clients)} sessions loaded"] = rss_mib(server)
+    deadline = time.monotonic() + args.duration
+
+    def drive(client: WsClient) -> None:
+        s = client.session
+        try:
+            while time.monotonic() < deadline and len(s.failures) < 3:
+                name, value = next_value(s)
+                s.values[name] = value
+                s.changes += 1
+                seconds, shown = client.rerun({name: value})
+                if client.check(shown):
+                    s.latencies.append(seconds)
+        except Exception as exc:  # a lost connection, a timeout
+            s.failures.append(f"session {s.index}: {type(exc).__name__}: {exc}")
+        finally:
+            client.ws.close()
+
+    threads = [threading.Thread(target=drive, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return loads
+
+
+# --------------------------------------------------------------------------- the browser client
+
+
+async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Popen, sessions: list[Session],
+                      memory: dict):  # fmt: skip
+    from playwright.async_api import async_playwright
+
+    loads = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=args.chromium,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"],
+        )
+        pages = []
+        for s in sessions:
+            context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+            loopback = r"^(?!(https?|wss?)://127\.0\.0\.1[:/]|data:|blob:)"
+            await context.route(re.compile(loopback), lambda route: route.abort())  # loopback only
+            await context.add_init_script(WS_CLOSES_JS)
+            page = await context.new_page()
+            t0 = time.perf_counter()
+            await page.goto(s.url(base))
+            waited = await until_shows(page, s, timeout=90)
+            if waited == waited:  # not NaN: it showed its numbers
+                loads.append(time.perf_counter() - t0)
+            pages.append(page)
+            if len(pages) in (1, 10, len(sessions)):
+                memory[f"{len(pages)} sessions loaded"] = rss_mib(server)
+        deadline = time.monotonic() + args.duration
+
+        async def drive(page, s: Session) -> None:
+            while time.monotonic() < deadline and len(s.failures) < 3:
+                await move(page, s)
+
+        await asyncio.gather(*(drive(page, s) for page, s in zip(pages, sessions, strict=True)))
+        for page, s in zip(pages, sessions, strict=True):  # finally: every page still shows its own numbers
+            await until_shows(page, s, timeout=10)
+        await browser.close()
+    return loads
+
+
+# --------------------------------------------------------------------------- one measurement
+
+
+def measure(args: argparse.Namespace, client: str) -> dict:
+    port = free_port()
+    server = start_server(port, Path(args.log))
+    sessions = make_sessions(args.sessions, args.seed)
+    memory: dict[str, float] = {"server started": rss_mib(server)}
+    me = psutil.Process()
+    try:
+        cpu0 = {"server": cpu_seconds(tree([server.pid])), "this client": cpu_seconds([me])}
+        browser0 = cpu_seconds([p for p in me.children(recursive=True) if p.pid != server.pid])
+        t0 = time.monotonic()
+        if client == "ws":
+            loads = run_ws(args, port, server, sessions, memory)
+        else:
+            loads = asyncio.run(run_browser(args, f"http://{LOOPBACK}:{port}", server, sessions, memory))
+        wall = time.monotonic() - t0
+        memory["at the end"] = rss_mib(server)
+        cpu = {
+            "server": cpu_seconds(tree([server.pid])) - cpu0["server"],
+            "this client": cpu_seconds([me]) - cpu0["this client"],
+        }
+        if client == "browser":  # the browser has exited: its CPU time is in this process's children's times
+            t = os.times()
+            cpu["chromium"] = t.children_user + t.children_system - browser0
+        cores = {k: round(v / wall, 2) for k, v in cpu.items()}  # cores busy on average, loading included
+    finally:
+        stop_server(server)
+    latencies = [x for s in sessions for x in s.latencies]
+    return {
+        "client": client,
+        "sessions": args.sessions,
+        "duration_s": args.duration,
+        "cpus": os.cpu_count(),
+        "changes": sum(s.changes for s in sessions),
+        "changes_shown_correctly": len(latencies),
+        "latency_p50_ms": round(1000 * statistics.median(latencies)) if latencies else None,
+        "latency_p95_ms": round(1000 * percentile(latencies, 0.95)) if latencies else None,
+        "latency_max_ms": round(1000 * max(latencies)) if latencies else None,
+        "first_load_p50_s": round(statistics.median(loads), 2) if loads else None,
+        "rss_mib": {k: round(v, 1) for k, v in memory.items()},
+        "cpu_cores_busy": cores,
+        "load_average_1min_at_end": round(os.getloadavg()[0], 1),
+        "failures": [f for s in sessions for f in s.failures],
+    }
+
+
+def report(r: dict) -> None:
+    print(f"\n== {r['client']}: {r['sessions']} sessions, {r['duration_s']:g} s of slider moves, {r['cpus']} CPUs")
+    print(f"slider changes: {r['changes']}, shown correctly: {r['changes_shown_correctly']}")
+    print(f"latency p50 / p95 / max: {r['latency_p50_ms']} / {r['latency_p95_ms']} / {r['latency_max_ms']} ms")
+    print(f"first load p50: {r['first_load_p50_s']} s")
+    print("server RSS (MiB, process and children): " + ", ".join(f"{k}: {v}" for k, v in r["rss_mib"].items()))
+    print(f"CPU cores busy (of {r['cpus']}): {r['cpu_cores_busy']}; 1-min load {r['load_average_1min_at_end']}")
+    print(f"failures: {len(r['failures'])}")
+    for failure in r["failures"][:20]:
+        print("  " + failure)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--client", choices=("both", "ws", "browser"), default="both")
+    parser.add_argument("--sessions", type=int, default=20, help="sessions (default 20, at most 40)")
+    parser.add_argument("--duration", type=float, default=60, help="seconds of slider moves (default 60, at most 600)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the sessions' configs and moves")
+    parser.add_argument("--chromium", default=os.environ.get("CHROMIUM_PATH") or shutil.which("chromium"))
+    parser.add_argument("--log", default="/tmp/attention-lab-load-test-server.log", help="the server's output")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    if not 1 <= args.sessions <= 40 or not 0 < args.duration <= 600:
+        parser.error("--sessions must be 1..40 and --duration 0..600")
+    clients = ("ws", "browser") if args.client == "both" else (args.client,)
+    if "browser" in clients and not args.chromium:
+        parser.error("no Chromium found: pass --chromium PATH or set CHROMIUM_PATH (or use --client ws)")
+    results = []
+    for client in clients:
+        results.append(measure(args, client))
+        report(results[-1])
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    sys.exit(1 if any(r["failures"] for r in results) else 0)
+
+
+if __name__ == "__main__":
+    main()
