@@ -171,7 +171,18 @@ def _drawing_config(config: Config) -> Config:
     )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=16)
+# Up to 8 cached draws of at most 2M numbers (8 MiB) each: 64 MiB at worst, shared by every session.
+CACHED_PROJECTION_NUMBERS = 2 << 20
+
+
+def _projection_numbers(config: Config) -> int:
+    """How many numbers W_query, W_key, W_value and W_out hold."""
+    d_k, d_v = config.head_dims
+    qkv = config.width * config.heads * (2 * d_k + d_v)
+    return qkv + (config.heads * d_v * config.width if config.out_proj else 0)
+
+
+@functools.lru_cache(maxsize=8)
 def _drawn(key: Config) -> tuple[Projections, torch.Tensor]:
     g = generator(key.seed)
     return projections(key, g), g.get_state()
@@ -181,11 +192,11 @@ def seeded_projections(config: Config) -> tuple[Projections, torch.Generator]:
     """The projections and the generator positioned after them, as if freshly drawn.
 
     Drawing is the costliest step at small T (four 512 x 512 matrices are ~1M serial random
-    numbers), so draws are cached on the fields they depend on (bounded: 16 entries) and
+    numbers), so draws are cached on the fields they depend on (bounded: 8 entries of 8 MiB) and
     cloned, so a caller that edits a tensor in place never changes another's numbers.
     """
-    if config.init in ("given", "identity"):
-        g = generator(config.seed)
+    if config.init in ("given", "identity") or _projection_numbers(config) > CACHED_PROJECTION_NUMBERS:
+        g = generator(config.seed)  # large draws are not cached: there the attention itself dominates
         return projections(config, g), g
     p, state = _drawn(_drawing_config(config))
     g = torch.Generator()

@@ -56,6 +56,8 @@ WORDS = ("the", "chef", "prepared", "a", "delicious", "meal", "life", "is", "sho
 MASKS = ("none", "causal", "padding", "window")
 SLIDERS = {"seed": "seed", "d_k": "d_k (", "d_v": "d_v (", "heads": "heads"}  # name: aria-label prefix
 MATCH_TIMEOUT_S = 30.0
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 
 # What one page shows: the cells of two heatmaps (from the SVG marks' aria-labels), the walkthrough's
 # equations, and any sign of trouble.
@@ -90,8 +92,12 @@ WS_CLOSES_JS = """(() => {
   window.WebSocket = class extends Native {
     constructor(...args) {
       super(...args);
-      this.addEventListener('close', e => window.__wsCloses.push(`code ${e.code} ${e.reason} clean ${e.wasClean}`
-        + ` at ${(performance.now() / 1000).toFixed(1)} s`));
+      const at = () => `at ${(performance.now() / 1000).toFixed(1)} s`;
+      window.__wsCloses.push(`new ${at()}`);
+      this.addEventListener('open', () => window.__wsCloses.push(`open ${at()}`));
+      this.addEventListener('error', () => window.__wsCloses.push(`error ${at()}`));
+      this.addEventListener('close', e => window.__wsCloses.push(`close ${e.code} ${e.reason} clean ${e.wasClean}`
+        + ` ${at()}`));
     }
   };
 })();"""
@@ -107,6 +113,7 @@ class Session:
     latencies: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     changes: int = 0
+    console: list[str] = field(default_factory=list)  # the page's last warnings and errors (browser client)
 
     def config(self) -> Config:
         p = ui.PARAMS
@@ -175,10 +182,12 @@ async def until_shows(page, session: Session, timeout: float = MATCH_TIMEOUT_S) 
         last = mismatch(shown, want)
         if last is None:
             return time.perf_counter() - start
-        if last.startswith(("an exception", "connection")):
-            break
+        lost = any(e.startswith(("close", "error")) for e in shown["closes"])
+        if last.startswith("an exception") or shown["dialog"] or lost:
+            break  # a page still connecting (its first load) is waited for; a dropped connection is a failure
         await asyncio.sleep(POLL_S)
-    session.failures.append(f"session {session.index} {session.values}: {last}")
+    console = f"; console: {session.console[-5:]}" if session.console else ""
+    session.failures.append(f"session {session.index} {session.values}: {last}{console}")
     return float("nan")
 
 
@@ -375,6 +384,7 @@ def run_ws(args: argparse.Namespace, port: int, server: subprocess.Popen, sessio
                 seconds, shown = client.rerun({name: value})
                 if client.check(shown):
                     s.latencies.append(seconds)
+                time.sleep(args.think * s.rng.uniform(0.5, 1.5))
         except Exception as exc:  # a lost connection, a timeout
             s.failures.append(f"session {s.index}: {type(exc).__name__}: {exc}")
         finally:
@@ -399,7 +409,13 @@ async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Po
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(
             executable_path=args.chromium,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"],
+            args=[
+                *CHROMIUM_ARGS,
+                "--disable-renderer-backgrounding",
+                "--disable-background-timer-throttling",
+                "--disable-backgrounding-occluded-windows",
+                "--disable-dev-shm-usage",
+            ],  # fmt: skip
         )
         pages = []
         for s in sessions:
@@ -408,6 +424,7 @@ async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Po
             await context.route(re.compile(loopback), lambda route: route.abort())  # loopback only
             await context.add_init_script(WS_CLOSES_JS)
             page = await context.new_page()
+            page.on("console", lambda m, s=s: m.type in ("warning", "error") and s.console.append(m.text[:200]))
             t0 = time.perf_counter()
             await page.goto(s.url(base))
             waited = await until_shows(page, s, timeout=90)
@@ -421,6 +438,7 @@ async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Po
         async def drive(page, s: Session) -> None:
             while time.monotonic() < deadline and len(s.failures) < 3:
                 await move(page, s)
+                await asyncio.sleep(args.think * s.rng.uniform(0.5, 1.5))
 
         await asyncio.gather(*(drive(page, s) for page, s in zip(pages, sessions, strict=True)))
         for page, s in zip(pages, sessions, strict=True):  # finally: every page still shows its own numbers
@@ -463,6 +481,7 @@ def measure(args: argparse.Namespace, client: str) -> dict:
         "client": client,
         "sessions": args.sessions,
         "duration_s": args.duration,
+        "think_s": args.think,
         "cpus": os.cpu_count(),
         "changes": sum(s.changes for s in sessions),
         "changes_shown_correctly": len(latencies),
@@ -478,7 +497,10 @@ def measure(args: argparse.Namespace, client: str) -> dict:
 
 
 def report(r: dict) -> None:
-    print(f"\n== {r['client']}: {r['sessions']} sessions, {r['duration_s']:g} s of slider moves, {r['cpus']} CPUs")
+    print(
+        f"\n== {r['client']}: {r['sessions']} sessions, {r['duration_s']:g} s of slider moves "
+        f"(think time {r['think_s']:g} s), {r['cpus']} CPUs"
+    )
     print(f"slider changes: {r['changes']}, shown correctly: {r['changes_shown_correctly']}")
     print(f"latency p50 / p95 / max: {r['latency_p50_ms']} / {r['latency_p95_ms']} / {r['latency_max_ms']} ms")
     print(f"first load p50: {r['first_load_p50_s']} s")
@@ -494,6 +516,13 @@ def main() -> None:
     parser.add_argument("--client", choices=("both", "ws", "browser"), default="both")
     parser.add_argument("--sessions", type=int, default=20, help="sessions (default 20, at most 40)")
     parser.add_argument("--duration", type=float, default=60, help="seconds of slider moves (default 60, at most 600)")
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="seconds a session waits after seeing a change before its next move (default 0: "
+        "back to back, the heaviest load)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seeds the sessions' configs and moves")
     parser.add_argument("--chromium", default=os.environ.get("CHROMIUM_PATH") or shutil.which("chromium"))
     parser.add_argument("--log", default="/tmp/attention-lab-load-test-server.log", help="the server's output")
