@@ -30,8 +30,6 @@ import json
 import os
 import random
 import re
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,18 +44,19 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
 
 import ui  # noqa: E402  (the dashboard's own number formatting and defaults)
 from attention import Config, compute  # noqa: E402
 
-LOOPBACK = "127.0.0.1"
+LOOPBACK = live_server.LOOPBACK
 WORDS = ("the", "chef", "prepared", "a", "delicious", "meal", "life", "is", "short", "eat", "dessert", "first",
          "cat", "sat", "on", "mat", "and", "it", "was", "served", "with", "wine", "journey", "starts")  # fmt: skip
 MASKS = ("none", "causal", "padding", "window")
 SLIDERS = {"seed": "seed", "d_k": "d_k (", "d_v": "d_v (", "heads": "heads"}  # name: aria-label prefix
 MATCH_TIMEOUT_S = 30.0
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 
 # What one page shows: the cells of two heatmaps (from the SVG marks' aria-labels), the walkthrough's
 # equations, and any sign of trouble.
@@ -206,37 +205,6 @@ async def move(page, session: Session) -> None:
     waited = await until_shows(page, session)
     if waited == waited:  # not NaN
         session.latencies.append(time.perf_counter() - t0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
-def start_server(port: int, log: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port)]
-    cmd += ["--server.address", LOOPBACK, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/_stcore/health", timeout=2):
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"the server did not start; see {log}")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def tree(pids: list[int]) -> list[psutil.Process]:
@@ -410,7 +378,7 @@ async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Po
         browser = await pw.chromium.launch(
             executable_path=args.chromium,
             args=[
-                *CHROMIUM_ARGS,
+                *live_server.CHROMIUM_ARGS,
                 "--disable-renderer-backgrounding",
                 "--disable-background-timer-throttling",
                 "--disable-backgrounding-occluded-windows",
@@ -451,8 +419,8 @@ async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Po
 
 
 def measure(args: argparse.Namespace, client: str) -> dict:
-    port = free_port()
-    server = start_server(port, Path(args.log))
+    port = live_server.free_port()
+    server = live_server.start(port, Path(args.log))
     sessions = make_sessions(args.sessions, args.seed)
     memory: dict[str, float] = {"server started": rss_mib(server)}
     me = psutil.Process()
@@ -475,7 +443,7 @@ def measure(args: argparse.Namespace, client: str) -> dict:
             cpu["chromium"] = t.children_user + t.children_system - browser0
         cores = {k: round(v / wall, 2) for k, v in cpu.items()}  # cores busy on average, loading included
     finally:
-        stop_server(server)
+        live_server.stop(server)
     latencies = [x for s in sessions for x in s.latencies]
     return {
         "client": client,
@@ -524,7 +492,7 @@ def main() -> None:
         "back to back, the heaviest load)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds the sessions' configs and moves")
-    parser.add_argument("--chromium", default=os.environ.get("CHROMIUM_PATH") or shutil.which("chromium"))
+    parser.add_argument("--chromium", default=live_server.find_chromium()[0])
     parser.add_argument("--log", default="/tmp/attention-lab-load-test-server.log", help="the server's output")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()

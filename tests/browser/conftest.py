@@ -10,16 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import live_server
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,36 +23,12 @@ SCREENSHOTS = ARTIFACTS / "screenshots"
 DOWNLOADS = ARTIFACTS / "downloads"
 SERVER_LOG = ARTIFACTS / "streamlit-server.log"
 
-# Headless, and nothing that reaches for Google's hosts: this machine's network is closed, and Chromium's
-# background connections would otherwise be refused many at a time.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-HEALTH_TIMEOUT_S = 60
 VIEWPORT = {"width": 1400, "height": 1000}
-
-
-def find_chromium() -> tuple[str | None, str]:
-    """The Chromium to drive, and where it was looked for (for the skip or failure message)."""
-    env = os.environ.get("CHROMIUM_PATH")
-    if env:
-        found = env if os.access(env, os.X_OK) else None
-        return found, f"CHROMIUM_PATH={env}"
-    for candidate in ("/usr/bin/chromium", shutil.which("chromium")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate, candidate
-    return None, "$CHROMIUM_PATH, /usr/bin/chromium and `chromium` on PATH"
 
 
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
-    path, looked = find_chromium()
+    path, looked = live_server.find_chromium()
     if path is None:
         reason = (
             f"no Chromium found (looked at {looked}); install Debian's with "
@@ -77,74 +48,23 @@ def browser(chromium_path: str):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=chromium_path, args=live_server.CHROMIUM_ARGS)
         yield browser
         browser.close()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _health(url: str) -> str | None:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
-    try:
-        with opener.open(url, timeout=2) as response:
-            return response.read().decode(errors="replace").strip()
-    except (urllib.error.URLError, OSError):
-        return None
-
-
-def _log_tail(lines: int = 40) -> str:
-    try:
-        return "\n".join(SERVER_LOG.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 @pytest.fixture(scope="module")
 def app_url() -> Iterator[str]:
     """Base URL of the dashboard, served by `streamlit run dashboard.py` for the module's tests."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "dashboard.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-        "--server.fileWatcherType",
-        "none",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-    with SERVER_LOG.open("w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    port = live_server.free_port()
     try:
-        deadline = time.monotonic() + HEALTH_TIMEOUT_S
-        while _health(f"{base}/_stcore/health") != "ok":
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with {proc.returncode} before answering:\n{_log_tail()}", pytrace=False)
-            if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not answer /_stcore/health in {HEALTH_TIMEOUT_S} s:\n{_log_tail()}")
-            time.sleep(0.25)
-        yield base
+        proc = live_server.start(port, SERVER_LOG)
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield f"http://{live_server.LOOPBACK}:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        live_server.stop(proc)
 
 
 # Streamlit scrolls its main area and sidebar inside the window, so a "full page" screenshot would stop at

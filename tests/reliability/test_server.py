@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import live_server
 import pytest
 
 import dashboard
@@ -25,51 +21,16 @@ import ui
 from attention import Config, compute
 
 ROOT = Path(__file__).resolve().parents[2]
-LOOPBACK = "127.0.0.1"
+LOOPBACK = live_server.LOOPBACK
 MARKUP = ("<img src=x onerror=alert(1)>", "**x**", "$\\frac{1}{0}$", '=HYPERLINK("http://x")', "www.x.org", "a@x.org")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
-def start(port: int, log: Path) -> subprocess.Popen:
-    """`streamlit run dashboard.py` on loopback; returns once /_stcore/health answers."""
-    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port)]
-    cmd += ["--server.address", LOOPBACK, "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("streamlit did not answer its health check in 90 s")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    proc = start(port, tmp_path_factory.mktemp("server") / "streamlit.log")
+    port = live_server.free_port()
+    proc = live_server.start(port, tmp_path_factory.mktemp("server") / "streamlit.log")
     yield f"http://{LOOPBACK}:{port}"
-    stop(proc)
+    live_server.stop(proc)
 
 
 def test_the_first_page_references_no_outside_host(server: str) -> None:
@@ -89,11 +50,11 @@ def test_the_first_page_references_no_outside_host(server: str) -> None:
 
 
 def chromium() -> str:
-    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.access(path, os.X_OK):
+    path, looked = live_server.find_chromium()
+    if path is None:
         if os.environ.get("CI"):
-            pytest.fail(f"no Chromium at {path} and CI is set", pytrace=False)
-        pytest.skip(f"no Chromium at {path}")
+            pytest.fail(f"no Chromium (looked at {looked}) and CI is set", pytrace=False)
+        pytest.skip(f"no Chromium (looked at {looked})")
     return path
 
 
@@ -101,12 +62,8 @@ def chromium() -> str:
 def browser():
     from playwright.sync_api import sync_playwright
 
-    path = chromium()
     with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=path,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
+        b = pw.chromium.launch(executable_path=chromium(), args=live_server.CHROMIUM_ARGS)
         yield b
         b.close()
 
@@ -207,9 +164,9 @@ def test_markup_tokens_show_as_plain_text(server: str, browser) -> None:
 
 @pytest.mark.browser
 def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path: Path) -> None:
-    port = free_port()
+    port = live_server.free_port()
     log = tmp_path / "streamlit.log"
-    proc = start(port, log)
+    proc = live_server.start(port, log, append=True)
     outside: list[str] = []
     context, page = offline_page(browser, outside)
     try:
@@ -220,10 +177,10 @@ def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path:
         weights = compute(Config(seed=7, mask="causal", d_k=8)).weights[0, 1]  # the walkthrough follows "2 is"
         shown = rf"\alpha_{{2,1}} = {ui._num(float(weights[0]))}, \alpha_{{2,2}} = {ui._num(float(weights[1]))}"
         assert any(shown in e for e in before), before
-        stop(proc)
+        live_server.stop(proc)
         page.wait_for_selector("[data-testid=stApp][data-test-connection-state=PINGING_SERVER]", timeout=30_000)
         assert "CONNECTING" in page.locator("[data-testid=stStatusWidget]").inner_text().upper()
-        proc = start(port, log)
+        proc = live_server.start(port, log, append=True)
         settled(page, timeout=90_000)
         page.wait_for_selector(".katex", timeout=60_000)
         page.wait_for_function("!document.querySelector('[role=dialog]')", timeout=30_000)  # "Connection error"
@@ -235,5 +192,5 @@ def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path:
         assert page.locator("[data-testid=stException]").count() == 0
     finally:
         context.close()
-        stop(proc)
+        live_server.stop(proc)
     assert outside == []
