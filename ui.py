@@ -437,7 +437,7 @@ def explain(sentence: str) -> None:
 
 
 @functools.lru_cache(maxsize=128)
-def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) -> dict:
+def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int, legend: bool = True) -> dict:
     """The Vega-Lite spec of a heatmap, built with Altair once per kind and shape and reused.
 
     Altair builds and validates the spec (slow: tens of ms), so it is cached; each run only
@@ -449,6 +449,9 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
     off, off_cell = ("'0 (masked)'", "'0'") if kind == "weights" else ("'−∞ (blocked)'", "'−∞'")
     # up to 16 x 16 every token is labelled: slanted labels' boxes overlap before their letters do
     axis = {"labelLimit": 90, "labelOverlap": not annotate}
+    # where every label is shown, labels shrink with narrow cells (the theme's 12 px down to 6), never overlap
+    x_font = alt.ExprRef("clamp(width / length(colLabels) * 0.65, 6, 12)") if annotate else alt.Undefined
+    y_font = alt.ExprRef("clamp(height / length(rowLabels) * 0.8, 6, 12)") if annotate else alt.Undefined
     base = (
         alt.Chart(empty)
         .transform_calculate(
@@ -461,8 +464,12 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
         )
         .transform_joinaggregate(top="max(size)")
         .encode(
-            x=alt.X("j:O", title=None, axis=alt.Axis(labelExpr="colLabels[datum.value]", labelAngle=-45, **axis)),
-            y=alt.Y("i:O", title=None, axis=alt.Axis(labelExpr="rowLabels[datum.value]", **axis)),
+            x=alt.X(
+                "j:O",
+                title=None,
+                axis=alt.Axis(labelExpr="colLabels[datum.value]", labelAngle=-45, labelFontSize=x_font, **axis),
+            ),
+            y=alt.Y("i:O", title=None, axis=alt.Axis(labelExpr="rowLabels[datum.value]", labelFontSize=y_font, **axis)),
         )
     )
     tooltip = [alt.Tooltip("row:N", title="row"), alt.Tooltip("col:N", title="column")]
@@ -480,8 +487,9 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
             # symmetric about zero, so the same shade means the same size on either side
             else alt.Scale(scheme="blueorange", domain=alt.ExprRef("[-maxAbs, maxAbs]"))
         )
+        shown_legend = alt.Legend(title=None) if legend else None
         color = alt.condition(
-            "datum.blocked", alt.value("#c8c8c8"), alt.Color("value:Q", scale=scale, legend=alt.Legend(title=None))
+            "datum.blocked", alt.value("#c8c8c8"), alt.Color("value:Q", scale=scale, legend=shown_legend)
         )
     rect = base.mark_rect().encode(color=color, tooltip=tooltip)
     if selectable:
@@ -492,7 +500,11 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
         dark = "datum.value < 0.5" if kind == "weights" else "datum.size > 0.6 * datum.top"
         if kind == "mask":
             dark = "datum.value > 0.5"
-        txt = base.mark_text(fontSize=9).encode(
+        # the numbers shrink with their cells (a projector's narrow window) and hide when they would not fit;
+        # "-0.18" is about 3.2 font sizes wide
+        chars = "(length(format(maxAbs, '.2f')) + 1)"  # the longest cell text: sign, digits, point, decimals
+        fit = f"min(10, width / length(colLabels) / (0.6 * {chars} + 0.4), height / length(rowLabels) * 0.75)"
+        txt = base.mark_text(fontSize=alt.ExprRef(fit), opacity=alt.ExprRef(f"{fit} >= 6 ? 1 : 0")).encode(
             text="cell:N" if kind != "mask" else "state:N",
             color=alt.condition(dark, alt.value("white"), alt.value("black")),
             tooltip=tooltip,
@@ -508,7 +520,7 @@ def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int) 
     return spec
 
 
-def _max_abs(matrix: torch.Tensor, blocked: torch.Tensor | None) -> float:
+def largest_abs(matrix: torch.Tensor, blocked: torch.Tensor | None = None) -> float:
     """The largest finite |value| shown (1 when there is none), for a symmetric colour scale."""
     m = matrix.detach().float()
     keep = torch.isfinite(m) if blocked is None else torch.isfinite(m) & blocked
@@ -533,6 +545,18 @@ def _frame(matrix: torch.Tensor, blocked: torch.Tensor | None) -> pd.DataFrame:
     )
 
 
+def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: Any = None, **kw: Any) -> Any:
+    """Every chart of the app goes through here: st.vega_lite_chart, with the URL brought up to date first.
+
+    Vega's SVG renderer points each colour legend's gradient at `url(<page address>#gradient_n)`. If the
+    address changes after a chart is drawn (the URL is rewritten at the end of a run), Chromium treats the
+    reference as another document's and the legend's colour bar vanishes. So the URL is written before the
+    run's first chart, and the address each chart is drawn under is the one it keeps.
+    """
+    sync_url()
+    return (container or st).vega_lite_chart(frame, spec, width="stretch", height=height, key=key, **kw)
+
+
 def heatmap(
     matrix: torch.Tensor,
     rows: Sequence[str],
@@ -545,6 +569,8 @@ def heatmap(
     selectable: bool = False,
     container: Any = None,
     annotate: bool | None = None,
+    legend: bool = True,
+    max_abs: float | None = None,
 ) -> int | None:
     """A labelled heatmap of a (rows, cols) matrix; returns the clicked row when selectable.
 
@@ -552,28 +578,28 @@ def heatmap(
     or 'mask' (booleans). blocked: a (rows, cols) bool tensor, True where a query may
     attend; the other cells show grey with −∞. Matrices up to 16 x 16 print their values
     unless annotate is False (small multiples, narrow columns: the values stay in the tooltip).
+    Small multiples share one colour scale: max_abs sets the diverging scale's ends (±max_abs) for all
+    of them, and legend=False leaves the colour bar to one caption beside them.
     """
     r, c = matrix.shape
     annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX and annotate is not False
     height = int(min(max(24 * r, 100), 520)) + 100  # the chart height includes title and axes
-    spec = dict(_spec(kind, title, annotate, selectable, height))
+    spec = dict(_spec(kind, title, annotate, selectable, height, legend))
     spec["params"] = [
         *spec.get("params", []),
         {"name": "rowLabels", "value": list(rows)},
         {"name": "colLabels", "value": list(cols)},
-        {"name": "maxAbs", "value": _max_abs(matrix, blocked)},
+        {"name": "maxAbs", "value": largest_abs(matrix, blocked) if max_abs is None else max_abs},
     ]
     frame = _frame(matrix.float() if kind == "mask" else matrix, blocked)
-    target = container or st
     if selectable:
-        event = target.vega_lite_chart(
-            frame, spec, width="stretch", height=height, key=key, on_select="rerun", selection_mode="pick"
-        )
+        pick = {"on_select": "rerun", "selection_mode": "pick"}
+        event = chart(frame, spec, height=height, key=key, container=container, **pick)
         points = (event or {}).get("selection", {}).get("pick") or []
         if points and "i" in points[0]:
             return int(points[0]["i"])
         return None
-    target.vega_lite_chart(frame, spec, width="stretch", height=height, key=key)
+    chart(frame, spec, height=height, key=key, container=container)
     return None
 
 
@@ -893,7 +919,7 @@ def band_chart(
     spec = dict(_band_spec(title, y_title, height))
     spec["params"] = [{"name": "current", "value": float(current)}]
     # the element's height holds the plot, the title, the axis and the legend below it
-    (container or st).vega_lite_chart(frame, spec, width="stretch", height=height + 110, key=key)
+    chart(frame, spec, height=height + 110, key=key, container=container)
 
 
 @functools.lru_cache(maxsize=32)
@@ -937,7 +963,7 @@ def bars(values: torch.Tensor, rows: Sequence[str], *, title: str, key: str, blo
     )
     spec = dict(_bars_spec(title, height))
     spec["params"] = [{"name": "rowLabels", "value": list(rows)}]
-    (container or st).vega_lite_chart(frame, spec, width="stretch", height=height, key=key)
+    chart(frame, spec, height=height, key=key, container=container)
 
 
 def sweep_table(sweep: experiments.ScalingSweep) -> pd.DataFrame:

@@ -32,12 +32,29 @@ else:
     ui.explain(
         f"Independent layout: each of the {h} heads has its own W_q, W_k (d_k = {result.d_k}), W_v (d_v = {d_v})."
     )
+if h == 1:
+    # a valid head count to try: the split layout needs one that divides d_model
+    width = result.config.split_width
+    more = next((n for n in (4, 3, 2) if result.config.head_layout != "split" or width % n == 0), None)
+    note, button = st.columns([4, 1], vertical_alignment="center")
+    note.info("One head is plain self-attention. With several, each head has its own projections and its own pattern.")
+    if more:
+        button.button(f"Show {more} heads", on_click=ui.put, args=("heads", more), key="mh:more")
 shown = max(1, min(h, CELLS_MAX // max(1, len(tok) * len(keys))))
 if view == "weights":
     matrices, kind, blocked = result.weights, "weights", result.mask
 else:
     matrices, kind, blocked = result.omega, "diverging", None
 per_row = min(shown, PER_ROW)
+# one colour scale for every head, so the same shade means the same number in each; its key is one line
+scale_max = max(ui.largest_abs(m) for m in matrices[:shown])
+if shown > 1:
+    ui.explain(
+        "Colours: dark purple 0 to yellow 1, the same in every head; hover a cell for its value."
+        if view == "weights"
+        else f"Colours: blue negative, orange positive, from −{scale_max:.4g} to {scale_max:.4g} in every head; "
+        "hover a cell for its value."
+    )
 for start in range(0, shown, per_row):
     cols = st.columns(per_row)
     for i in range(start, min(start + PER_ROW, shown)):
@@ -51,6 +68,8 @@ for start in range(0, shown, per_row):
             key=f"mh:head:{i}",
             container=cols[i - start],
             annotate=per_row <= 2,  # small multiples keep their values in the tooltip
+            legend=shown == 1,
+            max_abs=scale_max,
         )
 if shown < h:
     st.info(f"Showing heads 1 to {shown} of {h}: at {len(tok)} tokens more heatmaps would be slow to draw.")

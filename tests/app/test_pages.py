@@ -197,6 +197,41 @@ def test_multi_head_defaults_one_head_concat_and_shapes():
     assert "No output projection" in texts(at)
 
 
+@pytest.mark.parametrize(
+    ("params", "more"),
+    [({}, 4), ({"layout": "split", "d_model": "9"}, 3), ({"layout": "split", "d_model": "10"}, 2)],
+)
+def test_multi_head_at_one_head_offers_a_head_count_that_works(params: dict, more: int):
+    at = page("multi_head", **params)
+    assert "One head is plain self-attention" in texts(at)
+    at.button(key="mh:more").click().run()
+    assert not at.exception and not at.error
+    assert at.slider(key="w:heads").value == more
+    assert {f"head {i}: weights" for i in range(1, more + 1)} <= set(charts(at))
+    assert at.query_params["heads"] == str(more)
+    assert "One head is plain self-attention" not in texts(at)
+
+
+@pytest.mark.parametrize("view", ["weights", "omega"])
+def test_multi_head_small_multiples_share_one_colour_scale(view: str):
+    at = page("multi_head", heads="3", headview=view)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    heads = [sp for sp in specs if sp["title"].startswith("head ")]
+    assert len(heads) == 3
+    ends = {next(p["value"] for p in sp["params"] if p["name"] == "maxAbs") for sp in heads}
+    assert len(ends) == 1  # one scale for every head
+    frames = [f for t, f in charts(at).items() if t.startswith("head ")]
+    assert ends.pop() == pytest.approx(max(float(f["value"].abs().max()) for f in frames), rel=1e-6)
+    assert all('"legend": null' in json.dumps(sp) for sp in heads)  # the caption is the key
+    assert "in every head" in texts(at)
+
+
+def test_multi_head_at_one_head_with_a_prime_split_width_offers_no_button():
+    at = page("multi_head", layout="split", d_model="7")
+    assert "One head is plain self-attention" in texts(at)
+    assert not [b for b in at.button if b.key == "mh:more"]
+
+
 def test_multi_head_heads_slider_draws_one_heatmap_per_head():
     at = run_widget(page("multi_head"), "slider", "w:heads", 4)
     titles = set(charts(at))
