@@ -215,6 +215,29 @@ def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, n
     assert_clean(page, page_errors)
 
 
+# Vega draws a colour legend's bar with fill="url(<page address>#gradient_n)"; a bar drawn under an address the
+# page no longer has is another document's to Chromium, and shows nothing.
+STRAY_GRADIENTS_JS = """() => {
+  const here = location.href.replace(/#.*$/, '');
+  return [...document.querySelectorAll('.vega-embed svg .role-legend-gradient [fill^="url("]')]
+    .map(e => e.getAttribute('fill')).filter(f => !f.startsWith(`url(${here}#`));
+}"""
+
+
+def test_legends_keep_their_colour_bars_when_a_slider_rewrites_the_url(page, app_url, page_errors):
+    open_page(page, app_url, "self_attention")
+    wait_for_charts(page)
+    control = slider(page, "seed")
+    control.focus()
+    page.keyboard.press("ArrowRight")  # every chart redraws, and the URL gains ?seed=124
+    poll(lambda: parse_qs(urlparse(page.evaluate("location.href")).query).get("seed"), lambda v: v == ["124"])
+    settle(page)
+    wait_for_charts(page)
+    assert page.locator(".vega-embed svg .role-legend-gradient").count() >= 4
+    assert page.evaluate(STRAY_GRADIENTS_JS) == []
+    assert_clean(page, page_errors)
+
+
 def test_share_link_opens_the_view_in_a_new_context(browser, page, app_url, page_errors, shoot):
     open_page(page, app_url, "self_attention", "seed=7&d_k=8&mask=causal")
     wait_for_charts(page)
