@@ -42,11 +42,11 @@ ui.show_url_warnings()
 ui.controls(["sentence"])
 
 st.markdown("**Typical comparisons**")
-buttons = st.columns(len(PRESETS) + 1)
-for col, (label, (a, b)) in zip(buttons, PRESETS.items(), strict=False):
-    col.button(label, key=f"cmp:preset:{label}", on_click=copy_a_to_b, args=(a, b), width="stretch")
-buttons[-1].button("Copy A to B", key="cmp:copy", on_click=copy_a_to_b, type="primary", width="stretch",
-                   help="Make B the same as A, then change one thing on the B side.")  # fmt: skip
+buttons = st.container(horizontal=True, wrap=True)  # buttons as wide as their labels, wrapping when narrow
+for label, (a, b) in PRESETS.items():
+    buttons.button(label, key=f"cmp:preset:{label}", on_click=copy_a_to_b, args=(a, b))
+buttons.button("Copy A to B", key="cmp:copy", on_click=copy_a_to_b, type="primary",
+               help="Make B the same as A, then change one thing on the B side.")  # fmt: skip
 
 left, right = st.columns(2)
 left.subheader("A")
