@@ -125,6 +125,17 @@ class Config:
             return self.tokens
         return _labels(self.cross_sentence, self.cross_embeddings, "y")
 
+    @classmethod
+    def from_embeddings(cls, embeddings: Matrix, cross_embeddings: Matrix | None = None, **fields: Any) -> Config:
+        """Inputs given as matrices, e.g. `Config.from_embeddings([[1, 0, 1], [0, 2, 0]], d_k=2)`.
+
+        Unless given, there is no sentence (the rows are x1, x2, ... and y1, y2, ...) and d_model is
+        the matrices' width; every other field is as in `Config(...)`.
+        """
+        fields.setdefault("sentence", None)
+        fields.setdefault("d_model", None)
+        return cls(embeddings=embeddings, cross_embeddings=cross_embeddings, **fields)
+
     @property
     def is_cross(self) -> bool:
         return self.cross_sentence is not None or self.cross_embeddings is not None
@@ -191,7 +202,8 @@ class Config:
             if self.d_model is not None and self.d_model != len(self.embeddings[0]):
                 raise ValueError(
                     f"d_model is {self.d_model} but the given embeddings are "
-                    f"{len(self.embeddings[0])} wide: leave d_model out or make them agree"
+                    f"{len(self.embeddings[0])} wide: make them agree, or leave d_model unset (None) to take "
+                    "the embeddings' width"
                 )
         elif not 1 <= self.width <= MAX_DIM:
             raise ValueError(f"d_model must be between 1 and {MAX_DIM}, got {self.width}")
@@ -237,7 +249,11 @@ class Config:
             else:
                 n = len(matrix)
                 if sentence is not None and tokenize(sentence) and len(tokenize(sentence)) != n:
-                    raise ValueError(f"{what} has {len(tokenize(sentence))} words but its embeddings have {n} rows")
+                    rows = f"{n} row{'s' * (n != 1)}"
+                    raise ValueError(
+                        f"{what} has {len(tokenize(sentence))} words but its embeddings have {rows}: give one word "
+                        "a row, or no sentence (None) to label the rows by position"
+                    )
             if n > MAX_TOKENS:
                 raise ValueError(f"{what} has {n} tokens; at most {MAX_TOKENS} are allowed")
         if self.cross_embeddings is not None and len(self.cross_embeddings[0]) != self.width:

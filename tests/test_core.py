@@ -218,7 +218,7 @@ BAD_CONFIGS = [
     ({"w_query": [[1.0]]}, "init is not 'given'"),
     (
         {"cross_sentence": "a b", "cross_embeddings": [[1.0, 2.0]]},
-        "cross sentence has 2 words but its embeddings have 1",
+        "cross sentence has 2 words but its embeddings have 1 row: give one word a row",
     ),
     ({"embeddings": [[1.0, 2.0]], "sentence": None}, "d_model is 16 but the given embeddings are 2 wide"),
 ]
@@ -228,6 +228,18 @@ BAD_CONFIGS = [
 def test_bad_configs_raise_a_readable_value_error(changes: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("*", r"\*")):
         Config(**changes)
+
+
+def test_from_embeddings_takes_its_width_and_labels_from_the_matrices() -> None:
+    x, y = [[1.0, 0.0, 1.0], [0.0, 2.0, 0.0]], [[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [2.0, 0.0, 0.0]]
+    config = Config.from_embeddings(x, y, d_k=2, d_v=4, heads=2)
+    assert (config.width, config.tokens, config.key_tokens) == (3, ("x1", "x2"), ("y1", "y2", "y3"))
+    r = compute(config)
+    assert r.omega.shape == (2, 2, 3) and r.context.shape == (2, 2, 4)
+    assert torch.equal(r.embeddings, torch.tensor(x)) and torch.equal(r.key_embeddings, torch.tensor(y))
+    assert Config.from_embeddings(x, sentence="a b").tokens == ("a", "b")
+    with pytest.raises(ValueError, match="d_model is 4 but the given embeddings are 3 wide"):
+        Config.from_embeddings(x, d_model=4)
 
 
 # the global RNG ---------------------------------------------------------------------------------
