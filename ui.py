@@ -799,10 +799,10 @@ def custom_mask_editor(tokens: Sequence[str], key_tokens: Sequence[str], key: st
     Call it before computing the result, so the run that reports an edit already computes with it.
     """
     t_q, t_k = len(tokens), len(key_tokens)
-    b1, b2, _ = st.columns([1, 1, 3])
-    b1.button("Start from causal", key=f"{key}:causal", on_click=_set_custom_mask,
-              args=(key, masks.causal(t_q, t_k).tolist()))  # fmt: skip
-    b2.button("All allowed", key=f"{key}:all", on_click=_set_custom_mask, args=(key, [[True] * t_k] * t_q))
+    buttons = st.container(horizontal=True)  # as wide as their labels, wrapping when narrow
+    buttons.button("Start from causal", key=f"{key}:causal", on_click=_set_custom_mask,
+                   args=(key, masks.causal(t_q, t_k).tolist()))  # fmt: skip
+    buttons.button("All allowed", key=f"{key}:all", on_click=_set_custom_mask, args=(key, [[True] * t_k] * t_q))
     current = custom_mask(t_q, t_k)
     cols = labels(key_tokens)
     frame = pd.DataFrame([list(row) for row in current], index=labels(tokens), columns=cols)

@@ -28,12 +28,12 @@ if t == 0:
     ui.config_or_stop()  # explains the empty sentence and stops
 
 st.markdown("**Start from a template**")
-c1, c2, c3, c4 = st.columns([2, 1, 2, 1], vertical_alignment="bottom")
+c1, c2 = st.columns(2)  # each template: its slider, then its button below it
 n = int(ui.slider("padding", container=c1, top=t))
-w = int(ui.slider("window", container=c3, top=t))
-c2.button("Start from padding", key="me:padding", on_click=ui.set_custom_mask, width="stretch",
+w = int(ui.slider("window", container=c2, top=t))
+c1.button("Start from padding", key="me:padding", on_click=ui.set_custom_mask,
           args=(KEY, masks.padding(t, t, n).tolist()), help="Block the last n keys for every query.")  # fmt: skip
-c4.button("Start from window", key="me:window", on_click=ui.set_custom_mask, width="stretch",
+c2.button("Start from window", key="me:window", on_click=ui.set_custom_mask,
           args=(KEY, masks.window(t, t, w).tolist()), help="Query i sees keys i − w + 1 to i.")  # fmt: skip
 
 st.subheader("The mask")
