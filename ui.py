@@ -152,8 +152,10 @@ def _format(value: Any) -> str:
 
 
 def init_state() -> None:
-    """Once per session: seed every parameter from the URL, noting what was unusable."""
+    """Every run, from dashboard.py: once per session, seed every parameter from the URL, noting what
+    was unusable; and on each run, mark the URL as not yet written (see `chart`)."""
     ss = st.session_state
+    ss["_url_synced"] = False
     if ss.get("_state_ready"):
         return
     bad = []
@@ -177,6 +179,7 @@ def get(name: str) -> Any:
 
 def put(name: str, value: Any) -> None:
     st.session_state["p:" + name] = value
+    st.session_state["_url_synced"] = False  # the next chart writes the URL first
 
 
 def _linkable(name: str, raw: str) -> bool:
@@ -551,9 +554,12 @@ def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: 
     Vega's SVG renderer points each colour legend's gradient at `url(<page address>#gradient_n)`. If the
     address changes after a chart is drawn (the URL is rewritten at the end of a run), Chromium treats the
     reference as another document's and the legend's colour bar vanishes. So the URL is written before the
-    run's first chart, and the address each chart is drawn under is the one it keeps.
+    run's first chart (and again after a parameter changes mid-run), and the address each chart is drawn
+    under is the one it keeps.
     """
-    sync_url()
+    if not st.session_state.get("_url_synced"):
+        sync_url()
+        st.session_state["_url_synced"] = True
     return (container or st).vega_lite_chart(frame, spec, width="stretch", height=height, key=key, **kw)
 
 
