@@ -857,7 +857,7 @@ def set_custom_mask(key: str, mask: Sequence[Sequence[bool]]) -> None:
     _set_custom_mask(key, mask)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
 def scaling_sweep(
     tokens: int, first_seed: int, n_seeds: int, d_ks: tuple[int, ...] = experiments.DK_GRID
 ) -> experiments.ScalingSweep:
