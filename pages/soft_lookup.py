@@ -28,11 +28,11 @@ st.subheader(f"Query {ui.plain(tok[focus])}")
 if result.has_empty_rows and bool(result.empty_rows[focus]):
     st.info("The mask blocks every key for this query: all its weights are 0, so its context is 0.")
 left, middle, right = st.columns([2, 3, 3])
-ui.bars(look.weights, keys, title="weights α over the keys", blocked=look.allowed, key="sl:bars", container=left)
+ui.bars(look.weights, keys, title="weights α", blocked=look.allowed, key="sl:bars", container=left)
 left.caption("How well each key matches the query, after the softmax: the bars sum to 1.")
-ui.heatmap(look.values, keys, dims, title="values v (one row per key)", key="sl:values", container=middle)
+ui.heatmap(look.values, keys, dims, title="values v", key="sl:values", container=middle)
 middle.caption("What each key holds: its value vector.")
-ui.heatmap(look.weighted, keys, dims, title="α · v (each row scaled by its weight)", key="sl:weighted", container=right)
+ui.heatmap(look.weighted, keys, dims, title="α · v", key="sl:weighted", container=right)
 right.caption("Each value row times its bar: rows with small weights fade towards 0.")
 
 ui.heatmap(look.context[None], [f"z {tok[focus]}"], dims, title="context z = Σ α · v", key="sl:context",
