@@ -47,7 +47,8 @@ table = pd.DataFrame(
     [[p.name, *(KEPT if p.invariants[name] else BROKEN for name in experiments.INVARIANTS)] for p in versions],
     columns=["version", *experiments.INVARIANTS],
 )
-st.dataframe(table.style.map(colour, subset=list(experiments.INVARIANTS)), hide_index=True, width="stretch")
+# a static table: its text wraps, so every column shows at a projector's width
+st.table(table.style.map(colour, subset=list(experiments.INVARIANTS)).hide(axis="index"))
 
 
 def draw(m, what: str, title: str, key: str, container) -> None:

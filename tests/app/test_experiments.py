@@ -47,8 +47,9 @@ def ok(at: AppTest) -> None:
 
 def frame(at: AppTest, column: str):
     """The one dataframe shown with this column."""
-    frames = [d.value for d in at.dataframe if column in d.value.columns]
-    assert len(frames) == 1, [list(d.value.columns) for d in at.dataframe]
+    shown = [*at.dataframe, *at.table]
+    frames = [d.value for d in shown if column in d.value.columns]
+    assert len(frames) == 1, [list(d.value.columns) for d in shown]
     return frames[0]
 
 
