@@ -28,6 +28,7 @@ import torch
 from attention import Config, Result, experiments, export, masks, presets
 from attention import compute as _compute_uncached
 from attention.config import MASKS, MAX_TOKENS, RASCHKA_SENTENCE, tokenize
+from attention.weights import projection_numbers
 
 # Streamlit runs gc.collect(2) after every script run (runner.postScriptGC). With torch, pandas and Altair
 # loaded that walks some 250,000 long-lived objects, ~150 ms holding the GIL, once per rerun of every session:
@@ -375,7 +376,7 @@ def result_bytes(config: Config) -> int:
     h, d = config.heads, config.width
     scores = 5 * h * t_q * t_k  # omega, scaled, masked, weights, dropped weights
     vectors = h * (t_q * d_k + t_k * (d_k + d_v) + 2 * t_q * d_v) + (t_q + t_k) * d  # q, k, v, context, concat, x
-    params = h * d * (2 * d_k + d_v) + (h * d_v * d if config.out_proj else 0) + t_q * d
+    params = projection_numbers(config) + t_q * d
     return 4 * (scores + vectors + params) + t_q * t_k
 
 

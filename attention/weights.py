@@ -175,7 +175,7 @@ def _drawing_config(config: Config) -> Config:
 CACHED_PROJECTION_NUMBERS = 2 << 20
 
 
-def _projection_numbers(config: Config) -> int:
+def projection_numbers(config: Config) -> int:
     """How many numbers W_query, W_key, W_value and W_out hold."""
     d_k, d_v = config.head_dims
     qkv = config.width * config.heads * (2 * d_k + d_v)
@@ -195,7 +195,7 @@ def seeded_projections(config: Config) -> tuple[Projections, torch.Generator]:
     numbers), so draws are cached on the fields they depend on (bounded: 8 entries of 8 MiB) and
     cloned, so a caller that edits a tensor in place never changes another's numbers.
     """
-    if config.init in ("given", "identity") or _projection_numbers(config) > CACHED_PROJECTION_NUMBERS:
+    if config.init in ("given", "identity") or projection_numbers(config) > CACHED_PROJECTION_NUMBERS:
         g = generator(config.seed)  # large draws are not cached: there the attention itself dominates
         return projections(config, g), g
     p, state = _drawn(_drawing_config(config))

@@ -1,5 +1,7 @@
 """Multi-head: one small heatmap per head, both head layouts, the concatenation, the output projection, the shapes."""
 
+import dataclasses
+
 import pandas as pd
 import streamlit as st
 
@@ -32,10 +34,19 @@ else:
     ui.explain(
         f"Independent layout: each of the {h} heads has its own W_q, W_k (d_k = {result.d_k}), W_v (d_v = {d_v})."
     )
+
+
+def works(heads: int) -> bool:
+    """Whether this setting can run with that many heads (the split layout needs one that divides d_model)."""
+    try:
+        dataclasses.replace(result.config, heads=heads)
+    except ValueError:
+        return False
+    return True
+
+
 if h == 1:
-    # a valid head count to try: the split layout needs one that divides d_model
-    width = result.config.split_width
-    more = next((n for n in (4, 3, 2) if result.config.head_layout != "split" or width % n == 0), None)
+    more = next((n for n in (4, 3, 2) if works(n)), None)  # a head count to try
     note, button = st.columns([4, 1], vertical_alignment="center")
     note.info("One head is plain self-attention. With several, each head has its own projections and its own pattern.")
     if more:

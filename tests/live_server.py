@@ -46,6 +46,23 @@ def find_chromium() -> tuple[str | None, str]:
     return None, "$CHROMIUM_PATH, /usr/bin/chromium and `chromium` on PATH"
 
 
+def require_chromium() -> str:
+    """The Chromium for a test; without one the test skips with the reason, or fails when CI is set (so a CI
+    run can never pass by skipping the browser tests)."""
+    import pytest
+
+    path, looked = find_chromium()
+    if path is None:
+        reason = (
+            f"no Chromium found (looked at {looked}); install Debian's with "
+            "`apt-get install -y chromium` or set CHROMIUM_PATH"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and the browser tests cannot run: {reason}", pytrace=False)
+        pytest.skip(reason)
+    return path
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))

@@ -8,7 +8,6 @@ artifacts/screenshots/<test name>.png, and the server's log is in artifacts/stre
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -28,16 +27,7 @@ VIEWPORT = {"width": 1400, "height": 1000}
 
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
-    path, looked = live_server.find_chromium()
-    if path is None:
-        reason = (
-            f"no Chromium found (looked at {looked}); install Debian's with "
-            "`apt-get install -y chromium` or set CHROMIUM_PATH"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set and the browser tests cannot run: {reason}", pytrace=False)
-        pytest.skip(reason)
-    return path
+    return live_server.require_chromium()
 
 
 # Module scope, not session: Playwright's sync API allows one running instance per thread, and tests

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
 import live_server
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,12 +39,7 @@ def test_twelve_websocket_sessions_each_see_only_their_own_numbers(tmp_path: Pat
 
 
 def test_four_browser_sessions_each_see_only_their_own_numbers(tmp_path: Path) -> None:
-    path, looked = live_server.find_chromium()
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"no Chromium (looked at {looked}) and CI is set", pytrace=False)
-        pytest.skip(f"no Chromium (looked at {looked})")
-    result = run("browser", sessions=4, duration=15, tmp_path=tmp_path, chromium=path)
+    result = run("browser", sessions=4, duration=15, tmp_path=tmp_path, chromium=live_server.require_chromium())
     assert result["failures"] == []
     assert result["changes"] >= 4
     assert result["changes_shown_correctly"] == result["changes"]

@@ -6,7 +6,6 @@ every request to a host other than 127.0.0.1 aborted and recorded.
 
 from __future__ import annotations
 
-import os
 import re
 import urllib.parse
 import urllib.request
@@ -49,21 +48,12 @@ def test_the_first_page_references_no_outside_host(server: str) -> None:
 # --------------------------------------------------------------------------- in a browser
 
 
-def chromium() -> str:
-    path, looked = live_server.find_chromium()
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"no Chromium (looked at {looked}) and CI is set", pytrace=False)
-        pytest.skip(f"no Chromium (looked at {looked})")
-    return path
-
-
 @pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=chromium(), args=live_server.CHROMIUM_ARGS)
+        b = pw.chromium.launch(executable_path=live_server.require_chromium(), args=live_server.CHROMIUM_ARGS)
         yield b
         b.close()
 
