@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import functools
 import gc
+import hashlib
+import json
 import math
 import re
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -439,89 +443,18 @@ def explain(sentence: str) -> None:
 
 # --------------------------------------------------------------------------- heatmaps
 
-
-@functools.lru_cache(maxsize=128)
-def _spec(kind: str, title: str, annotate: bool, selectable: bool, height: int, legend: bool = True) -> dict:
-    """The Vega-Lite spec of a heatmap, built with Altair once per kind and shape and reused.
-
-    Altair builds and validates the spec (slow: tens of ms), so it is cached; each run only
-    sends a numeric frame (i, j, value, blocked) and the axis labels as two spec params.
-    Labels, tooltips, the cell text and the blocked marking are derived in the browser.
-    """
-    empty = pd.DataFrame({"i": [0], "j": [0], "value": [0.0], "blocked": [False]})
-    # blocked weights are exactly 0; blocked scores are -inf
-    off, off_cell = ("'0 (masked)'", "'0'") if kind == "weights" else ("'−∞ (blocked)'", "'−∞'")
-    # up to 16 x 16 every token is labelled: slanted labels' boxes overlap before their letters do
-    axis = {"labelLimit": 90, "labelOverlap": not annotate}
-    # where every label is shown, labels shrink with narrow cells (the theme's 12 px down to 6), never overlap
-    x_font = alt.ExprRef("clamp(width / length(colLabels) * 0.65, 6, 12)") if annotate else alt.Undefined
-    y_font = alt.ExprRef("clamp(height / length(rowLabels) * 0.8, 6, 12)") if annotate else alt.Undefined
-    base = (
-        alt.Chart(empty)
-        .transform_calculate(
-            row="rowLabels[datum.i]",
-            col="colLabels[datum.j]",
-            shown=f"datum.blocked ? {off} : format(datum.value, '.4f')",
-            state="datum.value > 0.5 ? 'may attend' : 'blocked'",
-            cell=f"datum.blocked ? {off_cell} : format(datum.value, '.2f')",
-            size="abs(datum.blocked ? 0 : datum.value)",
-        )
-        .transform_joinaggregate(top="max(size)")
-        .encode(
-            x=alt.X(
-                "j:O",
-                title=None,
-                axis=alt.Axis(labelExpr="colLabels[datum.value]", labelAngle=-45, labelFontSize=x_font, **axis),
-            ),
-            y=alt.Y("i:O", title=None, axis=alt.Axis(labelExpr="rowLabels[datum.value]", labelFontSize=y_font, **axis)),
-        )
-    )
-    tooltip = [alt.Tooltip("row:N", title="row"), alt.Tooltip("col:N", title="column")]
-    if kind == "mask":
-        tooltip.append(alt.Tooltip("state:N", title="cell"))
-        color = alt.Color(
-            "state:N", scale=alt.Scale(domain=["may attend", "blocked"], range=["#4c78a8", "#d9d9d9"]),
-            legend=alt.Legend(title=None),  # at the right, as the other kinds': a bottom one squeezes the rows
-        )  # fmt: skip
-    else:
-        tooltip.append(alt.Tooltip("shown:N", title="value"))
-        scale = (
-            alt.Scale(scheme="viridis", domain=[0, 1])
-            if kind == "weights"
-            # symmetric about zero, so the same shade means the same size on either side
-            else alt.Scale(scheme="blueorange", domain=alt.ExprRef("[-maxAbs, maxAbs]"))
-        )
-        shown_legend = alt.Legend(title=None) if legend else None
-        color = alt.condition(
-            "datum.blocked", alt.value("#c8c8c8"), alt.Color("value:Q", scale=scale, legend=shown_legend)
-        )
-    rect = base.mark_rect().encode(color=color, tooltip=tooltip)
-    if selectable:
-        pick = alt.selection_point(name="pick", fields=["i"], on="click", clear=False)
-        rect = rect.add_params(pick).encode(opacity=alt.condition(pick, alt.value(1.0), alt.value(0.55)))
-    chart = rect
-    if annotate:
-        dark = "datum.value < 0.5" if kind == "weights" else "datum.size > 0.6 * datum.top"
-        if kind == "mask":
-            dark = "datum.value > 0.5"
-        # the numbers shrink with their cells (a projector's narrow window) and hide when they would not fit;
-        # "-0.18" is about 3.2 font sizes wide
-        chars = "(length(format(maxAbs, '.2f')) + 1)"  # the longest cell text: sign, digits, point, decimals
-        fit = f"min(10, width / length(colLabels) / (0.6 * {chars} + 0.4), height / length(rowLabels) * 0.75)"
-        txt = base.mark_text(fontSize=alt.ExprRef(fit), opacity=alt.ExprRef(f"{fit} >= 6 ? 1 : 0")).encode(
-            text="cell:N" if kind != "mask" else "state:N",
-            color=alt.condition(dark, alt.value("white"), alt.value("black")),
-            tooltip=tooltip,
-        )
-        if kind == "mask":
-            txt = txt.encode(text=alt.Text("value:Q", format="d"))
-        chart = alt.layer(rect, txt)
-    spec = chart.properties(title=title, height=height).to_dict()
-    spec.pop("datasets", None)
-    spec.pop("data", None)
-    for layer in spec.get("layer", []):
-        layer.pop("data", None)
-    return spec
+# Heatmaps are drawn by our own canvas component (assets/heatmap.js), not Vega-Lite: a Vega rect mark is one
+# scene-graph item and one SVG path per cell, which at 512 tokens (262,144 cells a chart) took minutes and
+# gigabytes in the browser. The component draws the cells as one image at any size and does the labels,
+# legend, hover readout and row clicks itself. Each run sends a compact binary payload (`heatmap_payload`).
+_ASSETS = Path(__file__).parent / "assets"
+_HEATMAP = st.components.v2.component(
+    "attention_lab.heatmap",
+    js=(_ASSETS / "heatmap.js").read_text(encoding="utf-8"),
+    css=(_ASSETS / "heatmap.css").read_text(encoding="utf-8"),
+    isolate_styles=False,  # one style sheet, every rule under .al-heatmap; tests and benchmarks read its DOM
+)
+HEATMAP_KINDS = ("diverging", "weights", "mask")
 
 
 def largest_abs(matrix: torch.Tensor, blocked: torch.Tensor | None = None) -> float:
@@ -532,21 +465,71 @@ def largest_abs(matrix: torch.Tensor, blocked: torch.Tensor | None = None) -> fl
     return top if top > 0 else 1.0
 
 
-def _frame(matrix: torch.Tensor, blocked: torch.Tensor | None) -> pd.DataFrame:
-    """The long, numeric form of a matrix: one row per cell (cheap to send, even at 512 x 512)."""
+def plot_height(rows: int) -> int:
+    """The height of a heatmap's cells in pixels: 24 a row, between 100 and 520 (titles and labels come on top)."""
+    return int(min(max(24 * rows, 100), 520))
+
+
+def heatmap_payload(
+    matrix: torch.Tensor,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    *,
+    title: str,
+    kind: str = "diverging",
+    blocked: torch.Tensor | None = None,
+    annotate: bool = False,
+    selectable: bool = False,
+    legend: bool = True,
+    max_abs: float | None = None,
+) -> bytes:
+    """The bytes the heatmap component draws: a uint32 header length, a JSON header (title, labels, colour scale),
+    the (rows, cols) values as little-endian float32 row by row, then one byte a cell (1 = blocked) if any is.
+
+    blocked: True where a query may attend (the mask's convention); other cells and non-finite values (−∞ scores)
+    are sent as 0 and flagged, and drawn grey. About 5 bytes a cell: 1.3 MB at 512 × 512.
+    """
+    if kind not in HEATMAP_KINDS:
+        raise ValueError(f"kind must be one of {HEATMAP_KINDS}, not {kind!r}")
     m = matrix.detach().to(torch.float32).numpy()
     r, c = m.shape
-    flat = m.reshape(-1)
-    isblocked = np.zeros(r * c, dtype=bool) if blocked is None else ~blocked.numpy().reshape(-1)
-    return pd.DataFrame(
-        {
-            "i": np.repeat(np.arange(r, dtype=np.int32), c),
-            "j": np.tile(np.arange(c, dtype=np.int32), r),
-            # Vega-Lite drops NaN cells, so blocked (-inf) cells carry 0 and are marked by `blocked`
-            "value": np.where(isblocked | ~np.isfinite(flat), np.float32(0), flat),
-            "blocked": isblocked,
-        }
-    )
+    if len(rows) != r or len(cols) != c:
+        raise ValueError(f"{len(rows)} row and {len(cols)} column labels for a {r} x {c} matrix")
+    flagged = ~np.isfinite(m)
+    if blocked is not None:
+        flagged |= ~blocked.numpy()
+    values = np.where(flagged, np.float32(0), m).astype("<f4")
+    header = {
+        "title": title,
+        "kind": kind,
+        "r": r,
+        "c": c,
+        "rows": list(rows),
+        "cols": list(cols),
+        "maxAbs": largest_abs(matrix, blocked) if max_abs is None else float(max_abs),
+        "annotate": annotate,
+        "selectable": selectable,
+        "legend": legend,
+        "plotHeight": plot_height(r),
+        "blocked": bool(flagged.any()),
+    }
+    body = values.tobytes() + (flagged.astype(np.uint8).tobytes() if header["blocked"] else b"")
+    header["id"] = hashlib.blake2b(json.dumps(header).encode() + body, digest_size=8).hexdigest()
+    text = json.dumps(header, ensure_ascii=False).encode("utf-8")
+    text += b" " * (-(4 + len(text)) % 4)  # the float32 numbers start 4-byte aligned
+    return struct.pack("<I", len(text)) + text + body
+
+
+def decode_heatmap(payload: bytes) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """A payload back as (header, values, blocked): what the browser draws (tests read charts with it)."""
+    (n,) = struct.unpack_from("<I", payload)
+    header = json.loads(payload[4 : 4 + n])
+    r, c = header["r"], header["c"]
+    values = torch.from_numpy(np.frombuffer(payload, dtype="<f4", count=r * c, offset=4 + n).copy()).reshape(r, c)
+    flags = np.zeros(r * c, dtype=bool)
+    if header["blocked"]:
+        flags = np.frombuffer(payload, dtype=np.uint8, count=r * c, offset=4 + n + 4 * r * c).astype(bool)
+    return header, values, torch.from_numpy(flags.copy()).reshape(r, c)
 
 
 def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: Any = None, **kw: Any) -> Any:
@@ -564,6 +547,10 @@ def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: 
     return (container or st).vega_lite_chart(frame, spec, width="stretch", height=height, key=key, **kw)
 
 
+def _ignore() -> None:
+    """The component's click callback: the click is read from its trigger value in the same run."""
+
+
 def heatmap(
     matrix: torch.Tensor,
     rows: Sequence[str],
@@ -579,34 +566,32 @@ def heatmap(
     legend: bool = True,
     max_abs: float | None = None,
 ) -> int | None:
-    """A labelled heatmap of a (rows, cols) matrix; returns the clicked row when selectable.
+    """A labelled heatmap of a (rows, cols) matrix; returns the row just clicked when selectable (else None).
 
     kind: 'diverging' (centred on zero: scores, embeddings, context), 'weights' (0 to 1),
     or 'mask' (booleans). blocked: a (rows, cols) bool tensor, True where a query may
     attend; the other cells show grey with −∞. Matrices up to 16 x 16 print their values
-    unless annotate is False (small multiples, narrow columns: the values stay in the tooltip).
+    unless annotate is False (small multiples, narrow columns: the values stay in the hover readout).
     Small multiples share one colour scale: max_abs sets the diverging scale's ends (±max_abs) for all
     of them, and legend=False leaves the colour bar to one caption beside them.
     """
     r, c = matrix.shape
     annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX and annotate is not False
-    height = int(min(max(24 * r, 100), 520)) + 100  # the chart height includes title and axes
-    spec = dict(_spec(kind, title, annotate, selectable, height, legend))
-    spec["params"] = [
-        *spec.get("params", []),
-        {"name": "rowLabels", "value": list(rows)},
-        {"name": "colLabels", "value": list(cols)},
-        {"name": "maxAbs", "value": largest_abs(matrix, blocked) if max_abs is None else max_abs},
-    ]
-    frame = _frame(matrix.float() if kind == "mask" else matrix, blocked)
-    if selectable:
-        pick = {"on_select": "rerun", "selection_mode": "pick"}
-        event = chart(frame, spec, height=height, key=key, container=container, **pick)
-        points = (event or {}).get("selection", {}).get("pick") or []
-        if points and "i" in points[0]:
-            return int(points[0]["i"])
-        return None
-    chart(frame, spec, height=height, key=key, container=container)
+    payload = heatmap_payload(
+        matrix.float() if kind == "mask" else matrix, rows, cols, title=title, kind=kind, blocked=blocked,
+        annotate=annotate, selectable=selectable, legend=legend, max_abs=max_abs,
+    )  # fmt: skip
+    if not st.session_state.get("_url_synced"):
+        sync_url()  # as `chart` does: the address is up to date before the run's first figure
+        st.session_state["_url_synced"] = True
+    key = key or f"heatmap:{title}"
+    if container is None:
+        event = _HEATMAP(key=key, data=payload, on_pick_change=_ignore)
+    else:
+        with container:
+            event = _HEATMAP(key=key, data=payload, on_pick_change=_ignore)
+    if selectable and event is not None and event.get("pick") is not None:
+        return int(event["pick"])
     return None
 
 

@@ -7,16 +7,15 @@ Each case says what must happen: a correct result ("ok"), a clear message on the
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import charts as chart_reader
 import pytest
 import torch
-from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 import ui
@@ -105,15 +104,10 @@ def table(at: AppTest):
 
 def weights_heatmap(at: AppTest) -> torch.Tensor:
     """The matrix the 'Softmax weights' heatmap draws (blocked cells 0)."""
-    for node in _walk(at._tree):
-        if (
-            getattr(node, "type", None) == "vega_lite_chart"
-            and json.loads(node.proto.spec)["title"] == "Softmax weights"
-        ):
-            frame = convert_arrow_bytes_to_pandas_df(node.proto.data.data)
-            n_rows, n_cols = int(frame["i"].max()) + 1, int(frame["j"].max()) + 1
-            return torch.tensor(frame["value"].to_numpy(), dtype=torch.float32).reshape(n_rows, n_cols)
-    raise AssertionError("no weights heatmap")
+    maps = chart_reader.heatmaps(at)
+    if "Softmax weights" not in maps:
+        raise AssertionError("no weights heatmap")
+    return maps["Softmax weights"][0]
 
 
 def followed(at: AppTest) -> int:

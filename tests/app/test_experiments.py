@@ -6,6 +6,7 @@ import json
 import shlex
 from pathlib import Path
 
+import charts as chart_reader
 import pytest
 import torch
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
@@ -234,7 +235,7 @@ def test_a_pitfalls_link_reopens_its_view() -> None:
     assert not any("causal mask is used" in c.value for c in at.caption)
     config = Config(heads=3, mask="window", window=2)
     assert marks(at) == {p.name: p.broken for p in experiments.pitfalls(config)}
-    titles = [json.loads(chart.proto.spec).get("title") for chart in at.get("vega_lite_chart")]
+    titles = list(chart_reader.headers(at))
     assert "Mistake: head 1 queries · head 2 keys" in titles
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
+import charts as chart_reader
 import pandas as pd
 import pytest
-from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
 
 from attention import Config, compute, presets
@@ -30,21 +29,15 @@ def page(path: str, **params: str) -> AppTest:
 
 def charts(at: AppTest) -> dict[str, pd.DataFrame]:
     """Every heatmap on the page by title: its numeric frame (i, j, value, blocked)."""
-    out = {}
-    for chart in at.get("vega_lite_chart"):
-        spec = json.loads(chart.proto.spec)
-        out[spec["title"]] = dataframe_util.convert_arrow_bytes_to_pandas_df(chart.proto.data.data)
-    return out
+    return chart_reader.frames(at)
 
 
 def labels(at: AppTest, title: str) -> tuple[list[str], list[str]]:
     """A heatmap's row and column labels."""
-    for chart in at.get("vega_lite_chart"):
-        spec = json.loads(chart.proto.spec)
-        if spec["title"] == title:
-            params = {p["name"]: p.get("value") for p in spec["params"]}
-            return params["rowLabels"], params["colLabels"]
-    raise AssertionError(f"no chart titled {title!r}")
+    if title not in chart_reader.headers(at):
+        raise AssertionError(f"no chart titled {title!r}")
+    h = chart_reader.headers(at)[title]
+    return h["rows"], h["cols"]
 
 
 def blocked(frame: pd.DataFrame) -> int:
@@ -174,7 +167,7 @@ def test_masks_empty_sentence_is_refused_with_a_message():
     at = page("masks", mask="custom")
     run_widget(at, "text_area", "w:sentence", "   ")
     assert len(at.error) == 1 and "empty" in at.error[0].value
-    assert not at.get("vega_lite_chart")
+    assert not chart_reader.drawn(at)
 
 
 # --------------------------------------------------------------------------- multi-head
@@ -215,14 +208,13 @@ def test_multi_head_at_one_head_offers_a_head_count_that_works(params: dict, mor
 @pytest.mark.parametrize("view", ["weights", "omega"])
 def test_multi_head_small_multiples_share_one_colour_scale(view: str):
     at = page("multi_head", heads="3", headview=view)
-    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
-    heads = [sp for sp in specs if sp["title"].startswith("head ")]
+    heads = [h for t, h in chart_reader.headers(at).items() if t.startswith("head ")]
     assert len(heads) == 3
-    ends = {next(p["value"] for p in sp["params"] if p["name"] == "maxAbs") for sp in heads}
+    ends = {h["maxAbs"] for h in heads}
     assert len(ends) == 1  # one scale for every head
     frames = [f for t, f in charts(at).items() if t.startswith("head ")]
     assert ends.pop() == pytest.approx(max(float(f["value"].abs().max()) for f in frames), rel=1e-6)
-    assert all('"legend": null' in json.dumps(sp) for sp in heads)  # the caption is the key
+    assert not any(h["legend"] for h in heads)  # the caption is the key
     assert "in every head" in texts(at)
 
 
@@ -259,7 +251,7 @@ def test_multi_head_split_layout_explains_heads_that_do_not_divide_d_model():
     sidebar_errors = [e.value for e in at.sidebar.error]
     assert len(sidebar_errors) == 1 and "3 does not divide it" in sidebar_errors[0]
     assert len(at.main.error) == 1 and "cannot be computed" in at.main.error[0].value
-    assert not at.get("vega_lite_chart")
+    assert not chart_reader.drawn(at)
 
 
 def test_multi_head_view_radio_shows_omega():
@@ -333,7 +325,7 @@ def test_cross_sliders_change_the_scores(key, value):
 def test_cross_empty_second_sentence_is_refused():
     at = run_widget(page("cross_attention"), "text_area", "w:cross", "")
     assert len(at.error) == 1 and "cross sentence is empty" in at.error[0].value
-    assert not at.get("vega_lite_chart")
+    assert not chart_reader.drawn(at)
 
 
 # --------------------------------------------------------------------------- tutorials
@@ -360,7 +352,7 @@ def test_tutorials_every_preset_matches(name):
     assert ("Open the tutorial" in [b.label for b in at.get("link_button")]) == bool(preset.source.link)
     if preset.corrections:
         assert any(preset.corrections[:40] in i.value.replace("\\", "") for i in at.info)
-    assert len(at.get("vega_lite_chart")) == 4
+    assert len(chart_reader.drawn(at)) == 4
 
 
 def test_tutorials_shape_checks_show_shapes():

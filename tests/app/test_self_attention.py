@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+import charts as chart_reader
 import pytest
 import torch
-from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 import ui
@@ -53,19 +52,7 @@ def _walk(node):
 
 def heatmaps(at: AppTest) -> dict[str, tuple[torch.Tensor, list[str], list[str]]]:
     """Each heatmap by title: the matrix it draws (blocked cells 0) and its row and column labels."""
-    out = {}
-    for node in _walk(at._tree):
-        if getattr(node, "type", None) == "vega_lite_chart":
-            spec = json.loads(node.proto.spec)
-            params = {p["name"]: p.get("value") for p in spec.get("params", [])}
-            rows, cols = params["rowLabels"], params["colLabels"]
-            frame = convert_arrow_bytes_to_pandas_df(node.proto.data.data)
-            matrix = torch.zeros(len(rows), len(cols))
-            matrix[torch.tensor(frame["i"].to_numpy()), torch.tensor(frame["j"].to_numpy())] = torch.tensor(
-                frame["value"].to_numpy(), dtype=torch.float32
-            )
-            out[spec["title"]] = (matrix, rows, cols)
-    return out
+    return chart_reader.heatmaps(at)
 
 
 def shown(at: AppTest) -> tuple:

@@ -1,0 +1,403 @@
+// Attention Lab's heatmap: one (rows × cols) matrix drawn on a canvas from a compact binary payload.
+//
+// Why a canvas and not Vega-Lite rect marks: a rect mark is one scene-graph item (and one SVG path) per
+// cell, so a 512 × 512 matrix is 262,144 items per chart: seconds of main-thread work and gigabytes of
+// browser memory for a page of them. Here the cells are one ImageData of rows × cols pixels scaled onto
+// the plot, so drawing costs the same few milliseconds at any size; labels, legend, hover readout and
+// clicks are drawn and handled by the code below.
+//
+// Payload (see ui.heatmap_payload): uint32 little-endian n, n bytes of JSON header (padded so the numbers
+// start 4-byte aligned), rows × cols float32 values row by row, then, when header.blocked, rows × cols
+// bytes (1 = blocked: drawn grey, its value shown as "0 (masked)" or "−∞ (blocked)").
+//
+// Contract for tests and benchmarks: the root element `.al-heatmap` carries data-title, data-rows,
+// data-cols and, once drawn, data-drawn = header.id (a digest of the payload) and data-label-px (the
+// smallest axis-label font used); `root.alHeatmap` holds the decoded header, values and blocked flags.
+
+const VIRIDIS =
+  "440154470e61481a6c482575472f7d443a834144873d4e8a39568c35608d31688e2d708e2a788e27818e23888e21918d" +
+  "1f988b1fa08822a8842ab07f35b77943bf7154c56866cc5d7ad1518fd744a5db36bcdf27d2e21be9e51afde725";
+const BLUE_ORANGE = "134b852f78b35da2cb9dcae1d2e5eff2f0ebfce0bafbbf74e8932fc5690d994a07";
+const BLOCKED = [200, 200, 200];
+const MASK = { on: [76, 120, 168], off: [217, 217, 217] };
+
+// Vega's continuous schemes, interpolated linearly in RGB between their stops, as 256-entry tables.
+function table(hex) {
+  const stops = [];
+  for (let k = 0; k < hex.length; k += 6) {
+    stops.push([0, 2, 4].map((o) => parseInt(hex.slice(k + o, k + o + 2), 16)));
+  }
+  const n = stops.length - 1;
+  const out = new Uint8ClampedArray(256 * 3);
+  for (let t = 0; t < 256; t++) {
+    const x = (t / 255) * n;
+    const k = Math.min(Math.floor(x), n - 1);
+    const f = x - k;
+    for (let ch = 0; ch < 3; ch++) out[t * 3 + ch] = stops[k][ch] + (stops[k + 1][ch] - stops[k][ch]) * f;
+  }
+  return out;
+}
+const TABLES = { weights: table(VIRIDIS), diverging: table(BLUE_ORANGE) };
+
+function decode(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = view.getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + n)));
+  const cells = header.r * header.c;
+  const start = 4 + n;
+  // slice() copies into a fresh, aligned buffer (the message's bytes may start anywhere)
+  const values = new Float32Array(bytes.slice(start, start + 4 * cells).buffer);
+  const blocked = header.blocked ? bytes.slice(start + 4 * cells, start + 5 * cells) : null;
+  return { header, values, blocked };
+}
+
+// Where 0..1 of the colour scale a value falls.
+function position(h, v) {
+  if (h.kind === "weights") return Math.min(Math.max(v, 0), 1);
+  const m = h.maxAbs > 0 ? h.maxAbs : 1;
+  return Math.min(Math.max((v + m) / (2 * m), 0), 1);
+}
+
+function colour(h, v, isBlocked) {
+  if (isBlocked || !Number.isFinite(v)) return h.kind === "mask" ? MASK.off : BLOCKED;
+  if (h.kind === "mask") return v > 0.5 ? MASK.on : MASK.off;
+  const t = Math.round(position(h, v) * 255) * 3;
+  const lut = TABLES[h.kind] || TABLES.diverging;
+  return [lut[t], lut[t + 1], lut[t + 2]];
+}
+
+// A number as a person reads it: four significant decimals, scientific notation when tiny or huge.
+function readable(v, digits) {
+  if (!Number.isFinite(v)) return v < 0 ? "−∞" : "∞";
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a < 1e-3 || a >= 1e5) return v.toExponential(2).replace("-", "−");
+  return v.toFixed(digits).replace("-", "−");
+}
+
+function cellText(h, v, isBlocked) {
+  if (h.kind === "mask") return isBlocked || v < 0.5 ? "0" : "1";
+  if (isBlocked) return h.kind === "weights" ? "0" : "−∞";
+  return Math.abs(v) < 0.005 && v !== 0 ? "0.00" : v.toFixed(2).replace("-", "−");
+}
+
+function tooltipValue(h, v, isBlocked) {
+  if (h.kind === "mask") return isBlocked || v < 0.5 ? "blocked" : "may attend";
+  if (isBlocked) return h.kind === "weights" ? "0 (masked)" : "−∞ (blocked)";
+  return readable(v, 4);
+}
+
+// Every k-th label, k the smallest step that leaves `need` pixels between shown labels.
+function stride(cell, need) {
+  return cell >= need ? 1 : Math.ceil(need / cell);
+}
+
+function ellipsis(ctx, text, limit) {
+  if (ctx.measureText(text).width <= limit) return text;
+  let s = text;
+  while (s.length > 1 && ctx.measureText(s + "…").width > limit) s = s.slice(0, -1);
+  return s + "…";
+}
+
+const LABEL_LIMIT = 90; // px: longer token labels are cut with an ellipsis (the tooltip has them whole)
+
+function layout(root, state) {
+  const { header: h } = state;
+  const style = getComputedStyle(root);
+  const family = style.fontFamily || "sans-serif";
+  const width = Math.max(root.clientWidth, 120);
+  const probe = state.probe || (state.probe = document.createElement("canvas").getContext("2d"));
+  const titleSize = h.titleSize || 14;
+  const titleH = h.title ? Math.round(titleSize * 1.6) : 0;
+  const plotH = h.plotHeight;
+  const cellH = plotH / h.r;
+  // labels: 12 px where every one fits, never under 10 px; thinned to every k-th where they do not fit
+  const rowFont = Math.max(10, Math.min(12, Math.floor(cellH * 0.85)));
+  const rowStep = stride(cellH, rowFont * 1.15);
+  probe.font = `${rowFont}px ${family}`;
+  let rowW = 0;
+  for (let i = 0; i < h.r; i += rowStep) rowW = Math.max(rowW, Math.min(probe.measureText(h.rows[i]).width, LABEL_LIMIT));
+  let legendW = 0;
+  if (h.legend) {
+    probe.font = `11px ${family}`;
+    const texts = h.kind === "mask" ? ["may attend"] : h.kind === "weights" ? ["1.00"] : [readable(-h.maxAbs, 2)];
+    legendW = Math.ceil(Math.max(...texts.map((t) => probe.measureText(t).width))) + 34;
+  }
+  const left = Math.ceil(rowW) + 8;
+  const plotW = Math.max(width - left - legendW - 4, 20);
+  const cellW = plotW / h.c;
+  const colFont = Math.max(10, Math.min(12, Math.floor(cellW * 0.75)));
+  const colStep = stride(cellW, colFont * 1.5); // slanted 45°: baselines 1.5 font sizes apart
+  probe.font = `${colFont}px ${family}`;
+  let colW = 0;
+  for (let j = 0; j < h.c; j += colStep) colW = Math.max(colW, Math.min(probe.measureText(h.cols[j]).width, LABEL_LIMIT));
+  const bottom = Math.ceil(colW * Math.SQRT1_2 + colFont) + 6;
+  const height = titleH + plotH + bottom;
+  return { family, width, height, titleH, titleSize, left, top: titleH, plotW, plotH, cellW, cellH,
+           rowFont, rowStep, colFont, colStep, legendW, labelPx: Math.min(rowFont, colFont) };
+}
+
+function drawCells(state) {
+  const { header: h, values, blocked } = state;
+  let off = state.cells;
+  if (!off || off.width !== h.c || off.height !== h.r) {
+    off = state.cells = document.createElement("canvas");
+    off.width = h.c;
+    off.height = h.r;
+  }
+  const octx = off.getContext("2d");
+  const image = octx.createImageData(h.c, h.r);
+  const px = image.data;
+  for (let k = 0; k < h.r * h.c; k++) {
+    const rgb = colour(h, values[k], blocked !== null && blocked[k] === 1);
+    px[k * 4] = rgb[0];
+    px[k * 4 + 1] = rgb[1];
+    px[k * 4 + 2] = rgb[2];
+    px[k * 4 + 3] = 255;
+  }
+  octx.putImageData(image, 0, 0);
+}
+
+function draw(root, state) {
+  const { header: h, values, blocked } = state;
+  const L = (state.layout = layout(root, state));
+  const dpr = window.devicePixelRatio || 1;
+  const canvas = state.canvas;
+  const ink = getComputedStyle(root).color || "#31333f";
+  canvas.width = Math.round(L.width * dpr);
+  canvas.height = Math.round(L.height * dpr);
+  canvas.style.width = `${L.width}px`;
+  canvas.style.height = `${L.height}px`;
+  state.overlay.width = canvas.width;
+  state.overlay.height = canvas.height;
+  state.overlay.style.width = canvas.style.width;
+  state.overlay.style.height = canvas.style.height;
+  root.style.height = `${L.height}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, L.width, L.height);
+  ctx.fillStyle = ink;
+  ctx.textBaseline = "middle";
+  if (h.title) {
+    ctx.font = `600 ${L.titleSize}px ${L.family}`;
+    ctx.textAlign = "left";
+    ctx.fillText(ellipsis(ctx, h.title, L.width - 4), 0, L.titleH / 2);
+  }
+  // the cells: one pixel each, scaled; nearest-neighbour when cells are larger than pixels, else smoothed
+  ctx.imageSmoothingEnabled = L.cellW * dpr < 1 || L.cellH * dpr < 1;
+  ctx.drawImage(state.cells, L.left, L.top, L.plotW, L.plotH);
+  // row labels
+  ctx.font = `${L.rowFont}px ${L.family}`;
+  ctx.textAlign = "right";
+  ctx.fillStyle = ink;
+  for (let i = 0; i < h.r; i += L.rowStep) {
+    ctx.fillText(ellipsis(ctx, h.rows[i], LABEL_LIMIT), L.left - 5, L.top + (i + 0.5) * L.cellH);
+  }
+  // column labels, slanted 45° like the tutorials' plots
+  ctx.font = `${L.colFont}px ${L.family}`;
+  ctx.textAlign = "right";
+  for (let j = 0; j < h.c; j += L.colStep) {
+    ctx.save();
+    ctx.translate(L.left + (j + 0.5) * L.cellW, L.top + L.plotH + 5);
+    ctx.rotate(-Math.PI / 4);
+    ctx.fillText(ellipsis(ctx, h.cols[j], LABEL_LIMIT), 0, 0);
+    ctx.restore();
+  }
+  // numbers in the cells, where the matrix is small and they fit
+  if (h.annotate) {
+    const longest = Math.max(4, readable(h.maxAbs, 2).length + 1);
+    const size = Math.min(13, L.cellW / (0.6 * longest + 0.4), L.cellH * 0.6);
+    if (size >= 7) {
+      ctx.font = `${size}px ${L.family}`;
+      ctx.textAlign = "center";
+      for (let i = 0; i < h.r; i++) {
+        for (let j = 0; j < h.c; j++) {
+          const k = i * h.c + j;
+          const isBlocked = blocked !== null && blocked[k] === 1;
+          const v = values[k];
+          let dark;
+          if (h.kind === "weights") dark = isBlocked ? false : v < 0.5;
+          else if (h.kind === "mask") dark = !isBlocked && v > 0.5;
+          else dark = !isBlocked && Math.abs(v) > 0.6 * h.maxAbs;
+          ctx.fillStyle = dark ? "#ffffff" : "#000000";
+          ctx.fillText(cellText(h, v, isBlocked), L.left + (j + 0.5) * L.cellW, L.top + (i + 0.5) * L.cellH);
+        }
+      }
+    }
+  }
+  if (h.legend) drawLegend(ctx, h, L, ink);
+  root.dataset.labelPx = String(L.labelPx);
+  root.dataset.cellPx = String(Math.min(L.cellW, L.cellH).toFixed(2));
+  drawOverlay(state);
+}
+
+function drawLegend(ctx, h, L, ink) {
+  const x = L.left + L.plotW + 12;
+  ctx.font = `11px ${L.family}`;
+  ctx.textAlign = "left";
+  ctx.fillStyle = ink;
+  if (h.kind === "mask") {
+    [["may attend", MASK.on], ["blocked", MASK.off]].forEach(([name, rgb], k) => {
+      const y = L.top + 6 + k * 18;
+      ctx.fillStyle = `rgb(${rgb.join(",")})`;
+      ctx.fillRect(x, y, 12, 12);
+      ctx.fillStyle = ink;
+      ctx.fillText(name, x + 17, y + 6);
+    });
+    return;
+  }
+  const barH = Math.min(L.plotH, 200);
+  const lut = TABLES[h.kind] || TABLES.diverging;
+  for (let y = 0; y < barH; y++) {
+    const t = Math.round((1 - y / (barH - 1)) * 255) * 3;
+    ctx.fillStyle = `rgb(${lut[t]},${lut[t + 1]},${lut[t + 2]})`;
+    ctx.fillRect(x, L.top + y, 12, 1);
+  }
+  const [lo, hi] = h.kind === "weights" ? [0, 1] : [-h.maxAbs, h.maxAbs];
+  ctx.fillStyle = ink;
+  ctx.textBaseline = "middle";
+  [[hi, 0], [(lo + hi) / 2, barH / 2], [lo, barH]].forEach(([v, y]) => {
+    ctx.fillText(readable(v, 2), x + 16, L.top + Math.min(Math.max(y, 6), barH - 6));
+  });
+}
+
+// The hovered cell's outline and the picked row's frame, on a canvas of their own (no redraw of cells).
+function drawOverlay(state) {
+  const L = state.layout;
+  const dpr = window.devicePixelRatio || 1;
+  const ctx = state.overlay.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, L.width, L.height);
+  const frame = (x, y, w, h, colour) => {
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x + 1, y + 1, Math.max(w - 2, 1), Math.max(h - 2, 1));
+  };
+  if (state.picked !== null && state.picked < state.header.r) {
+    frame(L.left, L.top + state.picked * L.cellH, L.plotW, L.cellH, "#e66100");
+  }
+  if (state.hover) {
+    const { i, j } = state.hover;
+    ctx.strokeStyle = "#000";
+    frame(L.left + j * L.cellW - 1, L.top + i * L.cellH - 1, L.cellW + 2, L.cellH + 2, "#ffffff");
+    frame(L.left + j * L.cellW - 2, L.top + i * L.cellH - 2, L.cellW + 4, L.cellH + 4, "#000000");
+  }
+}
+
+function cellAt(state, event) {
+  const L = state.layout;
+  const box = state.overlay.getBoundingClientRect();
+  const x = event.clientX - box.left - L.left;
+  const y = event.clientY - box.top - L.top;
+  if (x < 0 || y < 0 || x >= L.plotW || y >= L.plotH) return null;
+  return { i: Math.min(Math.floor(y / L.cellH), state.header.r - 1), j: Math.min(Math.floor(x / L.cellW), state.header.c - 1) };
+}
+
+function showTip(root, state, event, cell) {
+  const tip = state.tip;
+  if (!cell) {
+    tip.hidden = true;
+    return;
+  }
+  const h = state.header;
+  const k = cell.i * h.c + cell.j;
+  const isBlocked = state.blocked !== null && state.blocked[k] === 1;
+  // textContent only: labels are the user's text and must never become markup
+  tip.replaceChildren();
+  for (const [name, value] of [["row", h.rows[cell.i]], ["column", h.cols[cell.j]], [h.kind === "mask" ? "cell" : "value", tooltipValue(h, state.values[k], isBlocked)]]) {
+    const line = document.createElement("div");
+    const b = document.createElement("b");
+    b.textContent = `${name} `;
+    line.append(b, document.createTextNode(value));
+    tip.append(line);
+  }
+  if (h.selectable) {
+    const hint = document.createElement("div");
+    hint.className = "al-heatmap-hint";
+    hint.textContent = "click to follow this row";
+    tip.append(hint);
+  }
+  tip.hidden = false;
+  const box = root.getBoundingClientRect();
+  const x = event.clientX - box.left;
+  const y = event.clientY - box.top;
+  const right = x + 14 + tip.offsetWidth > box.width;
+  tip.style.left = `${right ? x - 14 - tip.offsetWidth : x + 14}px`;
+  tip.style.top = `${Math.max(y - tip.offsetHeight - 8, 0)}px`;
+}
+
+function mount(parentElement, setTriggerValue) {
+  const root = document.createElement("div");
+  root.className = "al-heatmap";
+  const canvas = document.createElement("canvas");
+  canvas.setAttribute("role", "img");
+  const overlay = document.createElement("canvas");
+  overlay.className = "al-heatmap-overlay";
+  const tip = document.createElement("div");
+  tip.className = "al-heatmap-tip";
+  tip.hidden = true;
+  root.append(canvas, overlay, tip);
+  parentElement.appendChild(root);
+  const state = { canvas, overlay, tip, hover: null, picked: null, setTriggerValue };
+  root.alState = state;
+  overlay.addEventListener("pointermove", (event) => {
+    if (!state.layout) return;
+    const cell = cellAt(state, event);
+    const same = cell && state.hover && cell.i === state.hover.i && cell.j === state.hover.j;
+    if (!same) {
+      state.hover = cell;
+      drawOverlay(state);
+    }
+    overlay.style.cursor = cell && state.header.selectable ? "pointer" : "default";
+    showTip(root, state, event, cell);
+  });
+  overlay.addEventListener("pointerleave", () => {
+    state.hover = null;
+    tip.hidden = true;
+    if (state.layout) drawOverlay(state);
+  });
+  overlay.addEventListener("click", (event) => {
+    if (!state.layout || !state.header.selectable) return;
+    const cell = cellAt(state, event);
+    if (!cell) return;
+    state.picked = cell.i;
+    drawOverlay(state);
+    state.setTriggerValue("pick", cell.i);
+  });
+  // a narrower window (a projector, a closed sidebar) re-lays the chart out; the cells are not recoloured
+  let pending = false;
+  new ResizeObserver(() => {
+    if (pending || !state.header) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      if (state.header && Math.abs(root.clientWidth - state.layout.width) >= 1) draw(root, state);
+    });
+  }).observe(root);
+  return root;
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  const root = parentElement.querySelector(".al-heatmap") || mount(parentElement, setTriggerValue);
+  const state = root.alState;
+  state.setTriggerValue = setTriggerValue;
+  if (!data || !data.byteLength) return;
+  const decoded = decode(data);
+  const h = decoded.header;
+  if (root.dataset.drawn === h.id && state.header) return; // the same numbers: nothing to redraw
+  if (state.header && (state.header.r !== h.r || state.header.rows.join("\u0000") !== h.rows.join("\u0000"))) {
+    state.picked = null; // another sentence: the picked row means something else
+  }
+  if (h.picked !== null && h.picked !== undefined) state.picked = h.picked;
+  Object.assign(state, decoded);
+  root.alHeatmap = decoded;
+  root.dataset.title = h.title;
+  root.dataset.rows = String(h.r);
+  root.dataset.cols = String(h.c);
+  root.dataset.kind = h.kind;
+  state.canvas.setAttribute("aria-label", `${h.title}: ${h.r} × ${h.c} heatmap`);
+  drawCells(state);
+  draw(root, state);
+  root.dataset.drawn = h.id;
+}
