@@ -37,8 +37,10 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -58,19 +60,17 @@ MASKS = ("none", "causal", "padding", "window")
 SLIDERS = {"seed": "seed", "d_k": "d_k (", "d_v": "d_v (", "heads": "heads"}  # name: aria-label prefix
 MATCH_TIMEOUT_S = 30.0
 
-# What one page shows: the cells of two heatmaps (from the SVG marks' aria-labels), the walkthrough's
+# What one page shows: the cells of two heatmaps (the numbers each heatmap component drew), the walkthrough's
 # equations, and any sign of trouble.
 SNAPSHOT_JS = """() => {
   const charts = {};
-  for (const svg of document.querySelectorAll('.vega-embed svg')) {
-    const title = svg.querySelector('.role-title-text text');
-    if (!title) continue;
+  for (const root of document.querySelectorAll('.al-heatmap[data-drawn]')) {
+    const drawn = root.alHeatmap;  // what the canvas shows: header, values (blocked cells 0), blocked flags
+    if (!drawn) continue;
     const cells = [];
-    for (const p of svg.querySelectorAll('.mark-rect path')) {
-      const m = /j: (\\d+); i: (\\d+); value: ([^;]+)/.exec(p.getAttribute('aria-label') || '');
-      if (m) cells.push([+m[2], +m[1], parseFloat(m[3])]);
-    }
-    charts[title.textContent] = cells;
+    const c = drawn.header.c;
+    drawn.values.forEach((v, k) => cells.push([Math.floor(k / c), k % c, v]));
+    charts[drawn.header.title] = cells;
   }
   const app = document.querySelector('[data-testid=stApp]');
   return {
@@ -270,48 +270,62 @@ def next_value(session: Session) -> tuple[str, int]:
 
 
 class WsClient:
-    """One session over Streamlit's websocket protocol, as the browser speaks it (protobuf messages)."""
+    """One session over Streamlit's websocket protocol, as the browser speaks it (protobuf messages).
 
-    def __init__(self, port: int, session: Session) -> None:
+    query and page open another link than the session's (the soak benchmark's heavy one); `request_file`
+    and `fetch` download what a download button offers, as a click in the browser does.
+    """
+
+    def __init__(self, port: int, session: Session | None = None, *, query: str = "", page: str = "") -> None:
         import websocket
 
         self.session = session
+        self.base = f"http://{LOOPBACK}:{port}"
         self.ws = websocket.create_connection(
             f"ws://{LOOPBACK}:{port}/_stcore/stream", subprotocols=["streamlit"], timeout=MATCH_TIMEOUT_S
         )
-        self.query = urllib.parse.urlsplit(session.url("")).query
+        self.query = query or urllib.parse.urlsplit(session.url("")).query
+        self.page = page  # a page's URL path ("masks"); "" opens the default page
         self.sliders: dict[str, str] = {}  # name -> widget id
+        self.requests = 0
+        self.session_id = ""
 
-    def rerun(self, widgets: dict[str, int] | None = None) -> tuple[float, dict]:
-        """Send one rerun (with new slider values) and read its messages: (seconds, what it showed)."""
-        from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+    def rerun(self, widgets: dict[str, int] | None = None, states: Sequence[Any] = ()) -> tuple[float, dict]:
+        """Send one rerun (with new slider values, and any other WidgetStates) and read its messages:
+        (seconds, what it showed)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
         msg = BackMsg()
         msg.rerun_script.query_string = self.query
+        msg.rerun_script.page_name = self.page
         for name, value in (widgets or {}).items():
             state = WidgetState(id=self.sliders[name])
             state.double_array_value.data.append(value)
             msg.rerun_script.widget_states.widgets.append(state)
+        msg.rerun_script.widget_states.widgets.extend(states)
         t0 = time.perf_counter()
         self.ws.send_binary(msg.SerializeToString())
-        shown = {"charts": {}, "latex": [], "exception": 0, "connection": "CONNECTED", "dialog": []}
+        shown = {"charts": {}, "latex": [], "exception": 0, "connection": "CONNECTED", "dialog": [],
+                 "downloads": [], "selectboxes": {}, "text": []}  # fmt: skip
         while True:
             fwd = ForwardMsg()
             fwd.ParseFromString(self.ws.recv())
             kind = fwd.WhichOneof("type")
             if kind == "page_info_changed":
                 self.query = fwd.page_info_changed.query_string
+            elif kind == "new_session":
+                self.session_id = fwd.new_session.initialize.session_id  # backend operations name it
             elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                 el = fwd.delta.new_element
                 what = el.WhichOneof("type")
-                if what == "vega_lite_chart":
-                    frame = convert_arrow_bytes_to_pandas_df(el.vega_lite_chart.data.data)
-                    title = json.loads(el.vega_lite_chart.spec)["title"]
-                    cells = zip(frame["i"].tolist(), frame["j"].tolist(), frame["value"].tolist(), strict=True)
-                    shown["charts"][title] = [[int(i), int(j), float(v)] for i, j, v in cells]
+                if what == "bidi_component" and el.bidi_component.component_name == "attention_lab.heatmap":
+                    header, values, _ = ui.decode_heatmap(el.bidi_component.bytes)
+                    c = header["c"]
+                    shown["charts"][header["title"]] = [
+                        [k // c, k % c, float(v)] for k, v in enumerate(values.reshape(-1).tolist())
+                    ]
                 elif what == "markdown" and el.markdown.body.startswith("$$"):
                     shown["latex"].append(el.markdown.body)
                 elif what == "exception" or (what == "alert" and el.alert.format == 1):  # 1: error
@@ -320,8 +334,48 @@ class WsClient:
                     for name, prefix in SLIDERS.items():
                         if el.slider.label.startswith(prefix.rstrip(" (")):
                             self.sliders[name] = el.slider.id
+                elif what == "download_button":
+                    b = el.download_button
+                    shown["downloads"].append({"label": b.label, "deferred": b.deferred_file_id, "url": b.url,
+                                               "disabled": b.disabled})  # fmt: skip
+                elif what == "selectbox":
+                    shown["selectboxes"][el.selectbox.label] = (el.selectbox.id, list(el.selectbox.options))
+                if what in ("markdown", "alert"):
+                    shown["text"].append(getattr(el, what).body)
+                elif what == "code":
+                    shown["text"].append(el.code.code_text)
             elif kind == "script_finished":
                 return time.perf_counter() - t0, shown
+
+    def request_file(self, file_id: str) -> str:
+        """Ask for a deferred download's file as a click on its button does: the server runs the button's
+        callable now and answers with the URL to fetch the file from. RuntimeError when the callable failed."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self.requests += 1
+        msg = BackMsg()
+        request_id = f"ws-client-{self.requests}"
+        msg.backend_operation_request.request_id = request_id
+        msg.backend_operation_request.session_id = self.session_id
+        msg.backend_operation_request.deferred_file.file_id = file_id
+        self.ws.send_binary(msg.SerializeToString())
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(self.ws.recv())
+            if fwd.WhichOneof("type") == "backend_operation_response":
+                response = fwd.backend_operation_response
+                if response.request_id != request_id:
+                    continue
+                if response.error_msg:
+                    raise RuntimeError(response.error_msg)
+                return response.deferred_file.url
+
+    def fetch(self, url: str) -> bytes:
+        """The body at a media URL (what the browser downloads), over loopback."""
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+        with opener.open(self.base + url, timeout=600) as response:
+            return response.read()
 
     def check(self, shown: dict) -> bool:
         problem = mismatch(shown, expected(self.session))

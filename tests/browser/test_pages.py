@@ -53,7 +53,7 @@ STAGES = [
 ]
 
 APP = '[data-testid="stApp"]'
-CHARTS = ".vega-embed"
+CHARTS = ".vega-embed, .al-heatmap"  # Vega-Lite charts (bars, bands) and our canvas heatmaps
 
 
 # --------------------------------------------------------------------------- helpers
@@ -82,11 +82,13 @@ def settle(page, timeout: float = 60_000) -> None:
 
 
 def wait_for_charts(page, timeout: float = 30_000) -> int:
-    """Wait until at least one Vega chart is on the page and every one has drawn (svg or canvas)."""
+    """Wait until at least one chart is on the page and every one has drawn (Vega: svg or canvas; a heatmap: its
+    data-drawn digest, set once its canvas holds the numbers)."""
     page.wait_for_function(
         """(sel) => {
             const charts = [...document.querySelectorAll(sel)];
-            return charts.length > 0 && charts.every(c => c.querySelector('svg, canvas'));
+            return charts.length > 0 && charts.every(c => c.classList.contains('al-heatmap')
+                ? c.dataset.drawn !== undefined : c.querySelector('svg, canvas'));
         }""",
         arg=CHARTS,
         timeout=timeout,
@@ -100,9 +102,14 @@ def open_page(page, base: str, path: str = "", query: str = "") -> None:
     settle(page)
 
 
+# What a chart shows, as text: a Vega chart's text; a heatmap's title, size and the digest of the numbers it drew.
+CHART_TEXTS_JS = """els => els.map(e => e.classList.contains('al-heatmap')
+    ? `${e.dataset.title} ${e.dataset.rows}x${e.dataset.cols} ${e.dataset.drawn}` : e.textContent)"""
+
+
 def chart_texts(page) -> list[str]:
-    """The text every chart draws (axis labels, cell values, titles), chart by chart."""
-    return page.locator(CHARTS).evaluate_all("els => els.map(e => e.textContent)")
+    """What every chart draws (Vega: its text; heatmaps: title, shape, digest of the numbers), chart by chart."""
+    return page.locator(CHARTS).evaluate_all(CHART_TEXTS_JS)
 
 
 def main_text(page) -> str:
@@ -199,7 +206,7 @@ def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, n
     control.focus()
     page.keyboard.press("ArrowRight")
     page.wait_for_function(
-        "(before) => JSON.stringify([...document.querySelectorAll('.vega-embed')].map(e => e.textContent))"
+        f"(before) => JSON.stringify(({CHART_TEXTS_JS})([...document.querySelectorAll('{CHARTS}')]))"
         " !== JSON.stringify(before)",
         arg=before_charts,
     )
@@ -215,13 +222,12 @@ def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, n
     assert_clean(page, page_errors)
 
 
-# Vega draws a colour legend's bar with fill="url(<page address>#gradient_n)"; a bar drawn under an address the
-# page no longer has is another document's to Chromium, and shows nothing.
-STRAY_GRADIENTS_JS = """() => {
-  const here = location.href.replace(/#.*$/, '');
-  return [...document.querySelectorAll('.vega-embed svg .role-legend-gradient [fill^="url("]')]
-    .map(e => e.getAttribute('fill')).filter(f => !f.startsWith(`url(${here}#`));
-}"""
+# A heatmap's colour bar: the pixel at the middle of the bar, read back from the canvas (RGBA), for every heatmap.
+LEGEND_PIXELS_JS = """() => [...document.querySelectorAll('.al-heatmap[data-drawn]')].map(root => {
+  const L = root.alState.layout, dpr = window.devicePixelRatio || 1;
+  const ctx = root.querySelector('canvas').getContext('2d');
+  return [...ctx.getImageData(Math.round((L.left + L.plotW + 18) * dpr), Math.round((L.top + 20) * dpr), 1, 1).data];
+})"""
 
 
 def test_legends_keep_their_colour_bars_when_a_slider_rewrites_the_url(page, app_url, page_errors):
@@ -233,8 +239,10 @@ def test_legends_keep_their_colour_bars_when_a_slider_rewrites_the_url(page, app
     poll(lambda: parse_qs(urlparse(page.evaluate("location.href")).query).get("seed"), lambda v: v == ["124"])
     settle(page)
     wait_for_charts(page)
-    assert page.locator(".vega-embed svg .role-legend-gradient").count() >= 4
-    assert page.evaluate(STRAY_GRADIENTS_JS) == []
+    pixels = page.evaluate(LEGEND_PIXELS_JS)
+    assert len(pixels) == 4
+    # opaque and coloured (not the white page, not grey): the top of a bar is its scale's strong end
+    assert all(p[3] == 255 and max(p[:3]) - min(p[:3]) > 40 for p in pixels), pixels
     assert_clean(page, page_errors)
 
 
