@@ -10,7 +10,9 @@ from attention import views
 
 PER_ROW = 4  # small heatmaps side by side
 NARROW = 8  # a heatmap in half the page prints its values up to this many columns
-CELLS_MAX = 200_000  # heatmap cells drawn for all heads together; more heads are listed, not drawn
+# heatmap cells drawn for all heads together (4 heads at 512 tokens, all 16 at 256): each cell costs 5 bytes
+# sent on every rerun, and a row of four small multiples shows no more than that anyway
+CELLS_MAX = 4 * 512 * 512
 COLS_MAX = 256  # columns of the concatenation and output heatmaps
 
 st.title("Multi-head attention")
@@ -83,7 +85,11 @@ for start in range(0, shown, per_row):
             max_abs=scale_max,
         )
 if shown < h:
-    st.info(f"Showing heads 1 to {shown} of {h}: at {len(tok)} tokens more heatmaps would be slow to draw.")
+    megabytes = h * len(tok) * len(keys) * 5 / 1e6
+    st.info(
+        f"Showing heads 1 to {shown} of {h}: at {len(tok)} tokens all of them would send {megabytes:.0f} MB on "
+        "every change. Pick a head below to download it, or shorten the sentence to see them all."
+    )
 
 st.subheader("Shapes along the way")
 ui.explain("Every tensor from the inputs to the output, with the sizes of this setting.")
