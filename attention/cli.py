@@ -13,15 +13,28 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import stat
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import torch
 
 from . import export, presets
-from .config import EMBEDDING_INITS, FIELD_NAMES, HEAD_LAYOUTS, INITS, MASKS, SCALES, Config, tokenize
+from .config import (
+    EMBEDDING_INITS,
+    FIELD_NAMES,
+    HEAD_LAYOUTS,
+    INITS,
+    MASKS,
+    MAX_DIM,
+    MAX_TOKENS,
+    SCALES,
+    Config,
+    tokenize,
+)
 from .core import Result, compute
 
 PROG = "attention"
@@ -29,6 +42,13 @@ FLOAT32_MAX = torch.finfo(torch.float32).max
 MATRIX_FIELDS = ("embeddings", "cross_embeddings", "w_query", "w_key", "w_value", "w_out")
 WEIGHT_FIELDS = ("w_query", "w_key", "w_value", "w_out")
 VALUE_FIELDS = tuple(name for name in FIELD_NAMES if name not in (*MATRIX_FIELDS, "custom_mask"))
+# The largest input matrix the limits allow is MAX_TOKENS rows of MAX_DIM numbers (512 x 4096: real
+# embeddings of a 4096-wide model). json.dumps writes a float in at most 24 characters
+# ("-2.2250738585072014e-308"), 30 with a comma and indent=2's line and spaces: 32 bytes a number holds any
+# such file, so 64 MiB. A bigger file is no legal input (given weights can be larger for the package, but
+# not as JSON text for the command line), and reading one could exhaust memory before anything is checked.
+MAX_INPUT_BYTES = MAX_TOKENS * MAX_DIM * 32
+OUT_OF_MEMORY = "not enough memory for these sizes: try fewer tokens or heads, or smaller d_model, d_k or d_v"
 
 
 class UsageError(Exception):
@@ -58,6 +78,11 @@ def parser() -> argparse.ArgumentParser:
     add("--sentence", metavar="TEXT", help="query sentence, word-level tokens")
     add("--embeddings", metavar="FILE.json", help="(T, d_model) query inputs as a JSON list of rows")
     add("--cross-sentence", metavar="TEXT", help="key/value sentence: cross-attention")
+    # a sentence in a file never passes through a shell: the mask editor's command reads them from its mask.json
+    for name in ("sentence", "cross_sentence"):
+        flag = "--" + name.replace("_", "-")
+        where = f'its text, or a .json file\'s string or "{name}" entry'
+        add(flag + "-file", dest=name, type=sentence_reader(name), metavar="FILE", help=f"{flag} from a file: {where}")
     add("--cross-embeddings", metavar="FILE.json", help="(T_k, d_model) key/value inputs")
     add("--embedding-init", choices=EMBEDDING_INITS)
     add("--cross-embedding-init", choices=EMBEDDING_INITS)
@@ -95,15 +120,54 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def read_json(path: str, flag: str) -> Any:
-    """The JSON value in a file; NaN and Infinity literals are refused."""
+def _kind(mode: int) -> str:
+    """What a path that is not a regular file is, for an error message."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+
+
+def _check_file(mode: int, size: int, path: str, flag: str) -> None:
+    """Refuse what is not a regular file, or is too big to be a legal input."""
+    if not stat.S_ISREG(mode):
+        # a device can be endless (/dev/zero) and a FIFO blocks until a writer comes: neither is read
+        todo = "save the text to a file and give its path" if stat.S_ISFIFO(mode) else "give the path of a JSON file"
+        raise UsageError(f"{flag}: {path!r} is {_kind(mode)}: {todo}")
+    if size > MAX_INPUT_BYTES:
+        raise UsageError(
+            f"{flag}: {path!r} is {math.ceil(size / 2**20)} MiB, but input files may be at most "
+            f"{MAX_INPUT_BYTES >> 20} MiB of JSON: give a smaller matrix"
+        )
+
+
+def read_text(path: str, flag: str) -> str:
+    """A regular file's text, at most MAX_INPUT_BYTES, UTF-8 with or without a byte-order mark."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except UnicodeDecodeError:
-        raise UsageError(f"{flag}: {path!r} is not UTF-8 text") from None
+        info = os.stat(path)
+        _check_file(info.st_mode, info.st_size, path, flag)  # before opening: opening a FIFO blocks
+        # O_NONBLOCK: should the path become a FIFO after the stat, opening it still returns at once
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with open(fd, "rb") as f:
+            info = os.fstat(fd)
+            _check_file(info.st_mode, info.st_size, path, flag)
+            data = f.read(MAX_INPUT_BYTES + 1)  # a size from stat can be wrong: /proc files say 0
     except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
         raise UsageError(f"{flag}: cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise UsageError(f"{flag}: {path!r} is over {MAX_INPUT_BYTES >> 20} MiB: give a smaller matrix")
+    try:
+        return data.decode("utf-8-sig")  # editors on Windows start UTF-8 files with a byte-order mark
+    except UnicodeDecodeError:
+        raise UsageError(f"{flag}: {path!r} is not UTF-8 text") from None
+
+
+def read_json(path: str, flag: str) -> Any:
+    """The JSON value in a file; NaN and Infinity literals are refused."""
+    text = read_text(path, flag)
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
@@ -143,6 +207,26 @@ def read_mask(path: str, flag: str = "--custom-mask") -> list[list[bool]]:
         if not all(x is True or x is False or (type(x) is int and x in (0, 1)) for x in row):
             raise UsageError(f"{flag}: row {i + 1} must hold only true/false or 1/0")
     return [[bool(x) for x in row] for row in value]
+
+
+def sentence_reader(name: str) -> Callable[[str], str]:
+    """The reader of --sentence-file (name "sentence") or --cross-sentence-file: a file's text, or from a
+    .json file a JSON string or an object's `name` entry (the mask editor's mask.json)."""
+    flag = "--" + name.replace("_", "-") + "-file"
+
+    def read(path: str) -> str:
+        if not path.lower().endswith(".json"):
+            return read_text(path, flag)
+        value = read_json(path, flag)
+        if isinstance(value, dict):
+            if name not in value:
+                raise UsageError(f'{flag}: {path!r} holds an object without a "{name}" entry')
+            value = value[name]
+        if not isinstance(value, str):
+            raise UsageError(f'{flag}: {path!r} must hold a JSON string or an object with a "{name}" string')
+        return value
+
+    return read
 
 
 def _words(sentence: str | None) -> int:
@@ -287,14 +371,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = compute(config)
     except (UsageError, ValueError, OverflowError) as exc:
         return fail(str(exc))
-    except (RuntimeError, MemoryError) as exc:  # e.g. sizes too large for this machine's memory
+    except MemoryError:
+        return fail(OUT_OF_MEMORY)
+    except RuntimeError as exc:  # e.g. sizes too large for this machine's memory
         return fail(f"cannot compute this config: {exc}")
     if not bool(torch.isfinite(result.output).all() and torch.isfinite(result.weights).all()):
         return fail("the numbers overflow float32 (inputs or weights too large): scale them down")
-    if args.format == "json":
-        sys.stdout.write(export.to_json(result) + "\n")
-    elif args.format == "script":
-        sys.stdout.write(export.script(config))
-    else:
-        sys.stdout.write(render_table(result, presets.get(args.preset) if args.preset else None))
+    try:
+        if args.format == "json":
+            export.write_json(result, sys.stdout)  # streamed: the text can be gigabytes
+            sys.stdout.write("\n")
+        elif args.format == "script":
+            sys.stdout.write(export.script(config))
+        else:
+            sys.stdout.write(render_table(result, presets.get(args.preset) if args.preset else None))
+    except MemoryError:
+        return fail(OUT_OF_MEMORY)
     return 0

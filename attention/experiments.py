@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -414,27 +415,36 @@ def soft_lookup(result: Result, head: int, i: int) -> SoftLookup:
 
 
 def mask_json(mask: Sequence[Sequence[bool]] | torch.Tensor, tokens: Sequence[str] = (),
-              key_tokens: Sequence[str] | None = None) -> str:  # fmt: skip
+              key_tokens: Sequence[str] | None = None, *, config: Config | None = None) -> str:  # fmt: skip
     """A (T_q, T_k) mask (True = may attend) as the command line's --custom-mask file.
 
     {"mask": rows of true/false, "tokens": [...], "key_tokens": [...]}; the command line reads "mask".
+    With a config, its sentences come too ("sentence", "cross_sentence"): `cli_args` reads them from here
+    (--sentence-file), so no user text has to pass through a shell.
     """
     rows = mask.tolist() if isinstance(mask, torch.Tensor) else [list(r) for r in mask]
     data: dict[str, Any] = {"mask": [[bool(x) for x in row] for row in rows]}
     if tokens:
         data["tokens"] = list(tokens)
         data["key_tokens"] = list(tokens if key_tokens is None else key_tokens)
+    if config is not None:
+        data.update({name: getattr(config, name) for name in _TEXT_FIELDS if getattr(config, name) is not None})
     return json.dumps(data)
 
 
 _NOT_FLAGS = ("mask", "custom_mask", "padding", "window")  # the mask file decides the mask
+_TEXT_FIELDS = ("sentence", "cross_sentence")  # user text: read from the mask file, never typed into a shell
+# Characters that every shell passes on as they are (bash, zsh, PowerShell, cmd.exe): no quotes, spaces, &, |,
+# <, >, ^, %, !, $, `, ;, (, ), {, }, *, ?, # or newline, which one shell or another acts on.
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9._=/-]+")
 
 
 def cli_args(config: Config, mask_path: str = "mask.json") -> list[str]:
-    """Command-line arguments that recompute a config with the custom mask saved at mask_path.
+    """Command-line arguments that recompute a config from the file `mask_json(..., config=config)` saved at
+    mask_path (its mask and its sentences).
 
-    Every scalar field that differs from Config()'s default becomes a flag; matrix fields other than
-    the mask cannot be flags (ValueError).
+    Every other field that differs from Config()'s default becomes a flag; each one is a name, a number or
+    a choice, inert in any shell (ValueError otherwise, and for matrix fields, which need JSON files).
     """
     default = Config()
     args: list[str] = []
@@ -445,10 +455,14 @@ def cli_args(config: Config, mask_path: str = "mask.json") -> list[str]:
         flag = "--" + f.name.replace("_", "-")
         if isinstance(value, tuple):
             raise ValueError(f"{f.name} is a matrix: give it to the command line as a JSON file")
-        if isinstance(value, bool):
+        if f.name in _TEXT_FIELDS and value is not None:
+            args += [flag + "-file", mask_path]
+        elif isinstance(value, bool):
             args.append(flag if value else "--no-" + flag[2:])
         elif value is None:
             raise ValueError(f"{f.name} cannot be left out on the command line")
         else:
             args.append(f"{flag}={value}")  # one argument, so a value starting with - is no flag
+            if not _SHELL_SAFE.fullmatch(args[-1]):
+                raise ValueError(f"{f.name}={value!r} is no value a shell would pass on unchanged")
     return [*args, "--custom-mask", mask_path]

@@ -1,6 +1,7 @@
 """Exports of a computation: a JSON object, CSV tables with safe labels, and a standalone PyTorch script.
 
-`to_dict` / `to_json` give every matrix as a list of rows (the command line's `--format json`);
+`to_dict` / `to_json` give every matrix as a list of rows, and `write_json` streams the same text with
+bounded memory (the command line's `--format json`);
 `matrix_csv` writes one matrix for a spreadsheet, its token labels defused against formula injection;
 `script` writes the plain PyTorch that reproduces `compute(config)`, for the dashboard's Code panel.
 """
@@ -11,8 +12,8 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
 
 import torch
 
@@ -84,6 +85,85 @@ def to_dict(result: Result) -> dict[str, Any]:
 def to_json(result: Result, indent: int | None = None) -> str:
     """`to_dict` as strict JSON text (no NaN or Infinity tokens; non-ASCII escaped)."""
     return json.dumps(to_dict(result), indent=indent, allow_nan=False)
+
+
+# Rows converted to Python numbers at a time while streaming: ~64k numbers, a few MB, whatever the sizes.
+_STREAM_NUMBERS = 1 << 16
+
+
+def write_json(result: Result, out: TextIO) -> None:
+    """Write `to_json(result)` to out piece by piece, with memory bounded whatever the sizes.
+
+    The text is the same, byte for byte: the same keys in the same order as `to_dict` (kept in step
+    by tests), but matrices are converted and written a block of rows at a time instead of all at once.
+    """
+    mask = result.mask
+    biases = {"b_query": result.b_query, "b_key": result.b_key, "b_value": result.b_value}  # (h, d) or None
+    heads = [
+        {
+            "w_query": result.w_query[i],
+            "w_key": result.w_key[i],
+            "w_value": result.w_value[i],
+            **{name: None if b is None else b[i] for name, b in biases.items()},
+            "queries": result.queries[i],
+            "keys": result.keys[i],
+            "values": result.values[i],
+            "omega": result.omega[i],
+            "scaled": result.scaled[i],
+            "mask": mask,
+            "weights": result.weights[i],
+            "dropped_weights": result.dropped_weights[i],
+            "context": result.context[i],
+        }
+        for i in range(result.heads)
+    ]
+    document = {
+        "config": result.config.to_dict(),
+        "tokens": list(result.tokens),
+        "key_tokens": list(result.key_tokens),
+        "embeddings": result.embeddings,
+        "key_embeddings": result.key_embeddings,
+        "scale": result.scale,
+        "heads": heads,
+        "concat": result.concat,
+        "w_out": result.w_out,
+        "b_out": result.b_out,
+        "output": result.output,
+        "empty_rows": result.empty_rows,
+    }
+    for chunk in _json_chunks(document):
+        out.write(chunk)
+
+
+def _json_chunks(value: Any) -> Iterator[str]:
+    """JSON text of value in pieces, as json.dumps(..., allow_nan=False) writes it; tensors as `_rows` gives them."""
+    if isinstance(value, dict):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield (", " if i else "") + json.dumps(key) + ": "
+            yield from _json_chunks(item)
+        yield "}"
+    elif isinstance(value, torch.Tensor) and value.dim() > 1 and len(value):
+        # a block of rows is one json.dumps of a list of rows, less its brackets
+        step = max(1, _STREAM_NUMBERS // max(1, value[0].numel()))
+        finite = not value.is_floating_point() or bool(torch.isfinite(value).all())  # one check, not one a block
+        yield "["
+        for start in range(0, len(value), step):
+            block = value[start : start + step]
+            rows = block.tolist() if finite else _rows(block)
+            yield (", " if start else "") + json.dumps(rows, allow_nan=False)[1:-1]
+        yield "]"
+    elif isinstance(value, torch.Tensor):
+        yield json.dumps(_rows(value), allow_nan=False)
+    elif isinstance(value, list) and any(isinstance(x, (dict, list, torch.Tensor)) for x in value):
+        yield "["
+        for i, item in enumerate(value):
+            if i:
+                yield ", "
+            yield from _json_chunks(item)
+        yield "]"
+    else:
+        yield json.dumps(value, allow_nan=False)
 
 
 # CSV --------------------------------------------------------------------------------------------
@@ -180,6 +260,8 @@ class _Script:
         self.needs_math = config.scale == "sqrt" or config.init == "linear"
         draws = config.init in ("rand", "rand-transposed", "linear") or config.dropout > 0
         self.reseeds = draws or self._key_inputs_drawn()
+        self.mask_tensor = self._mask()  # (T_q, T_k), built once: a custom one can be 512 x 512
+        self.rule = self._mask_rule()
         self.header()
         self.inputs()
         self.weights()
@@ -407,7 +489,7 @@ class _Script:
             self.emit("scaled = omega  # unscaled")
         scores = self.mask()
         self.emit(f"weights = torch.softmax({scores}, dim=-1)  # (h, T_q, T_k), each row sums to 1")
-        if scores != "scaled" and bool((~self._mask().any(dim=-1)).any()):
+        if scores != "scaled" and bool((~self.mask_tensor.any(dim=-1)).any()):
             self.emit(
                 "weights = weights.masked_fill(~mask.any(dim=-1)[:, None], 0.0)  # a row with no key: zeros, not NaN"
             )
@@ -422,28 +504,42 @@ class _Script:
         self.emit("")
 
     def mask(self) -> str:
-        """Emit the mask (True = may attend) and return the expression the softmax takes."""
-        c = self.c
-        t_q, t_k = len(c.tokens), len(c.key_tokens)
-        if not self._masks():
+        """Emit the mask (True = may attend) and return the expression the softmax takes.
+
+        A custom mask that some rule gives (causal, padding, window, every key, no key) is written as that
+        rule, so a 512-token causal mask is one line, not a quarter of a million literals.
+        """
+        t_q, t_k = len(self.c.tokens), len(self.c.key_tokens)
+        kind, n = self.rule
+        if kind == "none":
+            if self.c.mask == "custom":
+                self.emit("# the custom mask lets every query see every key: nothing to mask")
             return "scaled"
-        if c.mask == "causal":
+        if self.c.mask == "custom" and kind not in ("custom", "blocked"):
+            self.emit(f"# the custom mask is exactly the {kind} mask, so it is written as that rule")
+        if kind == "causal":
             self.emit(
                 f"mask = torch.ones({t_q}, {t_k}, dtype=torch.bool).tril()  # (T_q, T_k) causal, True = may attend"
             )
-        elif c.mask == "padding":
+        elif kind == "padding":
             self.emit(
                 f"mask = torch.ones({t_q}, {t_k}, dtype=torch.bool)  # (T_q, T_k), True = may attend",
-                f"mask[:, {max(t_k - c.padding, 0)}:] = False  # the last {c.padding} keys are padding",
+                f"mask[:, {max(t_k - n, 0)}:] = False  # the last {n} keys are padding",
             )
-        elif c.mask == "window":
+        elif kind == "window":
             self.emit(
                 f"i, j = torch.arange({t_q})[:, None], torch.arange({t_k})[None, :]",
-                f"mask = (j <= i) & (j > i - {c.window})  # (T_q, T_k) query i sees keys i-{c.window - 1} .. i",
+                f"mask = (j <= i) & (j > i - {n})  # (T_q, T_k) query i sees keys i-{n - 1} .. i",
             )
+        elif kind == "blocked":
+            self.emit(f"mask = torch.zeros({t_q}, {t_k}, dtype=torch.bool)  # (T_q, T_k): every key blocked")
         else:
-            literal = _literal(c.custom_mask, fmt=lambda b: "True" if b else "False")
-            self.emit(f"mask = torch.tensor({literal})  # (T_q, T_k), True = may attend")
+            # no rule gives it: one string of 0/1 per query, at most T_q * (T_k + 8) characters
+            rows = "".join(f'    "{"".join("1" if x else "0" for x in row)}",\n' for row in self.mask_tensor.tolist())
+            self.emit(
+                f"mask_rows = [\n{rows}]  # row i: 1 where query i may attend to key j",
+                'mask = torch.tensor([[c == "1" for c in row] for row in mask_rows])  # (T_q, T_k), True = may attend',
+            )
         return 'scaled.masked_fill(~mask, float("-inf"))'
 
     def output(self) -> None:
@@ -489,7 +585,31 @@ class _Script:
 
     def _masks(self) -> bool:
         """Whether the mask blocks anything that the script must write out."""
-        return not (self.c.mask == "none" or (self.c.mask == "padding" and self.c.padding == 0))
+        return self.rule[0] != "none"
+
+    def _mask_rule(self) -> tuple[str, int]:
+        """The simplest rule that gives this config's mask, and its number: ("none" | "blocked" | "causal",
+        0), ("padding", n), ("window", w), or ("custom", 0) when no rule does."""
+        c = self.c
+        if c.mask == "none" or (c.mask == "padding" and c.padding == 0):
+            return "none", 0
+        if c.mask != "custom":
+            return c.mask, {"padding": c.padding, "window": c.window}.get(c.mask, 0)
+        m = self.mask_tensor  # (T_q, T_k)
+        if bool(m.all()):
+            return "none", 0
+        if not bool(m.any()):
+            return "blocked", 0
+        t_q, t_k = m.shape
+        n, w = t_k - int(m[0].sum()), int(m.sum(dim=-1).max())  # the only padding and window that could fit
+        for kind, number, rule in (
+            ("causal", 0, masks.causal(t_q, t_k)),
+            ("padding", n, masks.padding(t_q, t_k, n)),
+            ("window", w, masks.window(t_q, t_k, w)),
+        ):
+            if torch.equal(m, rule):
+                return kind, number
+        return "custom", 0
 
     def _mask(self) -> torch.Tensor:
         c = self.c

@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention import compute, presets
+from attention import Config, cli, compute, export, presets
 from attention.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*argv: str) -> subprocess.CompletedProcess:
+def run(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """`python -m attention ARGV` in a fresh interpreter."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "attention", *argv], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+        [sys.executable, "-m", "attention", *argv], capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout
     )
 
 
@@ -63,11 +67,40 @@ def test_json_and_a_bad_flag_in_a_subprocess(tmp_path: Path) -> None:
     one_line_error(bad.returncode, bad.stderr)
 
 
-def test_table_to_a_closed_pipe_is_not_an_error() -> None:
+@pytest.mark.parametrize("output", ["table", "json"])
+def test_output_to_a_closed_pipe_is_not_an_error(output: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    shell = f"{sys.executable} -m attention --sentence '{'w ' * 300}' | head -c 100 > /dev/null"
+    # 300 words: megabytes of output, so the reader leaves while it is still being written
+    shell = f"{sys.executable} -m attention --sentence '{'w ' * 300}' --format {output} | head -c 100 > /dev/null"
     p = subprocess.run(["bash", "-o", "pipefail", "-c", shell], capture_output=True, text=True, cwd=ROOT, env=env)
-    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+
+
+@pytest.mark.parametrize(("path", "what"), [("/dev/zero", "is a device"), ("fifo", "is a pipe (FIFO)")])
+def test_a_device_or_fifo_is_refused_without_reading_it(tmp_path: Path, path: str, what: str) -> None:
+    if path == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this system")
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)  # no writer ever comes: opening it to read would wait forever
+    elif not os.path.exists(path):
+        pytest.skip(f"no {path} on this system")
+    p = run("--embeddings", path, timeout=60)  # /dev/zero used to be read until memory ran out
+    one_line_error(p.returncode, p.stderr)
+    assert what in p.stderr and "give" in p.stderr and p.stdout == ""
+
+
+def test_a_json_output_of_half_a_gigabyte_streams_in_bounded_memory() -> None:
+    """512 tokens, 16 heads, widths 256: 545 MB of JSON, which took 2.7 GB of memory when built in one string."""
+    words = " ".join(f"w{i}" for i in range(512))
+    argv = ["--sentence", words, "--heads", "16", "--d-model", "256", "--d-k", "256", "--d-v", "256"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "attention", *argv, "--format", "json"]
+    p = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=env, timeout=280)
+    assert p.returncode == 0 and p.stderr == b"", p.stderr
+    # the largest peak of any child so far (bytes on macOS, KiB elsewhere): an upper bound on this one's
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    assert peak < 2**30, f"peak memory {peak / 2**20:.0f} MiB"
 
 
 # in this process --------------------------------------------------------------------------------
@@ -296,6 +329,107 @@ def test_numbers_that_overflow_during_compute_exit_2(capsys: pytest.CaptureFixtu
     status, _, err = call(capsys, "--embeddings", x, "--sentence", "a b", "--init", "identity", "--d-k", "2")
     one_line_error(status, err)
     assert "beyond" in err  # refused up front: such inputs would overflow float32
+
+
+FILE_FLAGS = ["--embeddings", "--cross-embeddings", "--w-query", "--w-key", "--w-value", "--w-out", "--custom-mask"]
+
+
+@pytest.mark.parametrize("flag", FILE_FLAGS)
+def test_a_directory_is_refused_by_every_file_flag(capsys: pytest.CaptureFixture, tmp_path: Path, flag: str) -> None:
+    status, out, err = call(capsys, flag, str(tmp_path))
+    one_line_error(status, err)
+    assert f"{flag}: " in err and "is a directory: give the path of a JSON file" in err and out == ""
+
+
+def test_a_file_over_the_cap_is_refused_before_it_is_read(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    with path.open("wb") as f:
+        f.truncate(cli.MAX_INPUT_BYTES + 1)  # sparse: no disk space, and reading it would take ~70 MB
+    status, _, err = call(capsys, "--embeddings", str(path))
+    one_line_error(status, err)
+    assert "65 MiB, but input files may be at most 64 MiB" in err and "give a smaller matrix" in err
+
+
+def test_the_cap_holds_when_the_size_from_stat_is_wrong(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = "/proc/self/status"  # says size 0, holds hundreds of bytes
+    if not os.path.exists(path) or os.stat(path).st_size:
+        pytest.skip("needs a /proc file whose stat size is 0")
+    monkeypatch.setattr(cli, "MAX_INPUT_BYTES", 64)
+    status, _, err = call(capsys, "--embeddings", path)
+    one_line_error(status, err)
+    assert "is over 0 MiB" in err
+
+
+def test_the_cap_holds_the_largest_legal_matrix_at_full_precision() -> None:
+    row = [-2.2250738585072014e-308] * cli.MAX_DIM  # the longest text json.dumps gives a float
+    assert len(json.dumps([row], indent=2)) * cli.MAX_TOKENS <= cli.MAX_INPUT_BYTES
+
+
+@pytest.mark.parametrize("flag", ["--embeddings", "--custom-mask"])
+def test_a_byte_order_mark_is_accepted(capsys: pytest.CaptureFixture, tmp_path: Path, flag: str) -> None:
+    value = [[1, 0], [2, 1]] if flag == "--embeddings" else [[True, False], [True, True]]
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(value).encode())  # how Notepad saves "UTF-8 with BOM"
+    status, out, err = call(capsys, "--sentence", "a b", flag, str(path), "--format", "json")
+    assert status == 0, err
+    data = json.loads(out)
+    assert (data["embeddings"] if flag == "--embeddings" else data["heads"][0]["mask"]) == value
+
+
+@pytest.mark.parametrize("where", ["compute", "write_json"])
+def test_running_out_of_memory_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    def no_memory(*args: object) -> None:
+        raise MemoryError  # as Python raises it: no message, which used to leave the error line empty
+
+    monkeypatch.setattr(cli if where == "compute" else export, where, no_memory)
+    status, _, err = call(capsys, "--format", "json")
+    one_line_error(status, err)
+    assert "not enough memory for these sizes: try fewer tokens or heads" in err
+
+
+# --format json streams the same text as export.to_json, which builds it in one string -------------
+
+STREAMED = {
+    **{name: presets.get(name).config for name in presets.PRESETS if name not in SMALL},
+    "spelled-out-multi-head, small": presets.get("spelled-out-multi-head").config.replace(d_model=16, d_k=8, d_v=4),
+    "bias, dropout, every key masked": Config(
+        sentence="a b c d", heads=3, bias=True, out_proj=True, mask="padding", padding=4, dropout=0.3
+    ),
+    "cross, split, causal": Config(
+        sentence="a b c d", cross_sentence="x y", heads=2, head_layout="split", d_model=8, mask="causal"
+    ),
+}
+
+
+@pytest.mark.parametrize("block", [1, 7, export._STREAM_NUMBERS])
+@pytest.mark.parametrize("name", list(STREAMED))
+def test_streamed_json_is_to_json_byte_for_byte(monkeypatch: pytest.MonkeyPatch, name: str, block: int) -> None:
+    monkeypatch.setattr(export, "_STREAM_NUMBERS", block)  # small blocks: matrices written in several pieces
+    result = compute(STREAMED[name])
+    out = io.StringIO()
+    export.write_json(result, out)
+    assert out.getvalue() == export.to_json(result)
+    assert json.loads(out.getvalue()) == export.to_dict(result)
+
+
+def test_streamed_json_writes_non_finite_numbers_as_null() -> None:
+    result = compute(Config(sentence="a b c"))
+    omega = result.omega.clone()
+    omega[0, 1, :2] = torch.tensor([float("inf"), float("nan")])
+    result = dataclasses.replace(result, omega=omega)
+    out = io.StringIO()
+    export.write_json(result, out)
+    assert out.getvalue() == export.to_json(result)
+    assert json.loads(out.getvalue())["heads"][0]["omega"][1][:2] == [None, None]
+
+
+def test_cli_json_is_to_json_and_a_newline(capsys: pytest.CaptureFixture) -> None:
+    status, out, _ = call(capsys, "--preset", "chef-multi-head", "--format", "json")
+    assert status == 0 and out == export.to_json(compute(presets.get("chef-multi-head").config)) + "\n"
 
 
 # fuzz -------------------------------------------------------------------------------------------

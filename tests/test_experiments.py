@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from attention import Config, compute, experiments
+from attention import Config, compute, experiments, tokenize
 from attention.cli import main
 
 OCTAVES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -315,9 +316,9 @@ def test_the_exported_mask_runs_on_the_command_line(config, tmp_path, capsys) ->
     mask = [[(i + j) % 3 != 1 or i == j for j in range(t)] for i in range(t)]
     config = config.replace(mask="custom", custom_mask=mask)
     path = tmp_path / "mask.json"
-    path.write_text(experiments.mask_json(torch.tensor(mask), config.tokens), encoding="utf-8")
+    path.write_text(experiments.mask_json(torch.tensor(mask), config.tokens, config=config), encoding="utf-8")
     saved = json.loads(path.read_text(encoding="utf-8"))
-    assert saved["mask"] == mask and saved["tokens"] == list(config.tokens)
+    assert saved["mask"] == mask and saved["tokens"] == list(config.tokens) and saved["sentence"] == config.sentence
 
     assert main([*experiments.cli_args(config, str(path)), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -334,3 +335,62 @@ def test_cli_args_name_only_what_differs_from_the_defaults() -> None:
     assert args == ["--out-proj", "--seed=5", "--custom-mask", "m.json"]
     with pytest.raises(ValueError, match="matrix"):
         experiments.cli_args(Config(sentence="a", embeddings=[[1.0, 2.0]], d_model=2))
+
+
+# Text that bash, zsh, PowerShell or cmd.exe would act on if it reached a command line unquoted, or quoted for
+# another shell (shlex.join quotes for POSIX shells only: cmd.exe runs `& calc.exe &` inside its quotes).
+SHELL_TEXT = [
+    "a & calc.exe & b",
+    "%PATH% and %USERNAME%",
+    'say "hi" now',
+    "up^arrow ^& x",
+    "wow! !x! bang",
+    "$(touch pwned) and `touch pwned2` ${HOME}",
+    "a; rm -rf x | cat > y < z",
+    "line one\nline two\r\nthree",
+    "naïve café 日本語 😀 \u202eevil",
+    "-dash --seed=9 first 'single' (paren) {brace} *star ?q #hash",
+]
+SAFE_ARGUMENT = re.compile(r"[A-Za-z0-9._=/-]+")
+
+
+@pytest.mark.parametrize("text", SHELL_TEXT)
+def test_the_command_line_holds_no_user_text_and_reads_it_back(text: str, tmp_path, capsys, monkeypatch) -> None:
+    cross = text[::-1] + " x"  # cross-attention: both sentences travel in the file
+    t_q, t_k = len(tokenize(text)), len(tokenize(cross))
+    mask = [[(i + j) % 2 == 0 for j in range(t_k)] for i in range(t_q)]
+    config = Config(sentence=text, cross_sentence=cross, d_k=8, seed=4, heads=2, scale="temperature",
+                    temperature=0.5, mask="custom", custom_mask=mask)  # fmt: skip
+    args = experiments.cli_args(config)
+    assert all(SAFE_ARGUMENT.fullmatch(a) for a in args), args
+    assert args[:4] == ["--sentence-file", "mask.json", "--cross-sentence-file", "mask.json"]
+    monkeypatch.chdir(tmp_path)  # the command names mask.json in the folder it runs in
+    (tmp_path / "mask.json").write_text(experiments.mask_json(config.custom_mask, config=config), encoding="utf-8")
+    assert main([*args, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["sentence"] == text and out["tokens"] == list(config.tokens)
+    torch.testing.assert_close(torch.tensor(out["heads"][1]["weights"]), compute(config).weights[1])
+
+
+def test_sentence_files_read_text_json_strings_and_objects(tmp_path, capsys) -> None:
+    (tmp_path / "s.txt").write_text("the cat & the hat", encoding="utf-8")
+    (tmp_path / "s.json").write_text(json.dumps("a b"), encoding="utf-8")
+    (tmp_path / "o.json").write_text(json.dumps({"cross_sentence": "p q r"}), encoding="utf-8")
+    argv = ["--sentence-file", str(tmp_path / "s.txt"), "--cross-sentence-file", str(tmp_path / "o.json")]
+    assert main([*argv, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tokens"] == ["the", "cat", "&", "the", "hat"] and out["key_tokens"] == ["p", "q", "r"]
+    assert main(["--sentence-file", str(tmp_path / "s.json"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"] == ["a", "b"]
+    for path, why in (("o.json", 'without a "sentence" entry'), ("missing.json", "cannot read")):
+        assert main(["--sentence-file", str(tmp_path / path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and why in err, err
+
+
+def test_cli_args_refuse_a_value_a_shell_would_change() -> None:
+    # Config validates every choice, so an unsafe value can only come from a config built around its checks
+    config = Config(seed=3)
+    object.__setattr__(config, "init", "rand & calc")
+    with pytest.raises(ValueError, match="shell"):
+        experiments.cli_args(config)

@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings
 from strategies import configs
 
-from attention import Config, compute, presets
+from attention import Config, compute, masks, presets
 from attention.export import labels, matrix_csv, safe_cell, script, to_dict, to_json
 
 HEAD_KEYS = {
@@ -201,4 +201,59 @@ def test_user_text_stays_inside_string_literals() -> None:
     config = Config(sentence="a\"\nimport os  #\u2028 'b' \\x", cross_sentence="os.system('x')")
     text = script(config)
     assert "\nimport os" not in text
+    assert_reproduces(exec_script(config), config)
+
+
+def run_script(config: Config) -> dict:
+    """Run script(config) quietly and return its namespace (the mask it built, among the rest)."""
+    namespace: dict = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(script(config), "<attention script>", "exec"), namespace)
+    return namespace
+
+
+WORDS = " ".join(f"w{i}" for i in range(512))
+
+
+@pytest.mark.parametrize(
+    ("mask", "written"),
+    [
+        (masks.causal(5, 5), ".tril()"),
+        (masks.padding(5, 5, 2), "mask[:, 3:] = False"),
+        (masks.window(5, 5, 2), "(j > i - 2)"),
+        (masks.padding(5, 5, 0), "nothing to mask"),
+        (masks.padding(5, 5, 5), "torch.zeros(5, 5, dtype=torch.bool)"),
+    ],
+    ids=["causal", "padding", "window", "all allowed", "all blocked"],
+)
+def test_a_custom_mask_that_a_rule_gives_is_written_as_the_rule(mask: torch.Tensor, written: str) -> None:
+    config = Config(sentence="a b c d e", mask="custom", custom_mask=mask.tolist())
+    text = script(config)
+    assert written in text and "mask_rows" not in text and "[True" not in text
+    assert_reproduces(exec_script(config), config)
+
+
+def test_a_512_token_causal_custom_mask_gives_a_small_script() -> None:
+    # a 2.5 KB link (mask=custom at 512 tokens, no stored mask that fits) falls back to causal, passed as a
+    # custom mask: the script was 1.7 MB of True/False literals
+    config = Config(sentence=WORDS, mask="custom", custom_mask=masks.causal(512, 512).tolist())
+    text = script(config)
+    assert len(text.encode()) < 20_000
+    namespace = run_script(config)
+    assert torch.equal(namespace["mask"], masks.causal(512, 512))
+    assert_reproduces(exec_script(config), config)
+
+
+@pytest.mark.parametrize("t_q, t_k", [(7, 4), (512, 512)])
+def test_an_irregular_mask_is_one_bit_string_per_row_and_round_trips(t_q: int, t_k: int) -> None:
+    mask = torch.rand(t_q, t_k, generator=torch.Generator().manual_seed(3)) < 0.5  # (T_q, T_k)
+    mask[0, 0] = mask[0, 1] = True  # no rule gives it: row 0 is no prefix of causal, window or padding
+    mask[1, 0] = False
+    cross = " ".join(f"k{j}" for j in range(t_k))
+    config = Config(sentence=" ".join(WORDS.split()[:t_q]), cross_sentence=cross, mask="custom", custom_mask=mask)
+    text = script(config)
+    rows = "".join("1" if x else "0" for x in mask[2].tolist())
+    assert f'    "{rows}",\n' in text
+    assert len(text.encode()) < t_q * (t_k + 8) + 10_000  # the literal stays within a byte a cell, and a line a row
+    assert torch.equal(run_script(config)["mask"], mask)
     assert_reproduces(exec_script(config), config)
