@@ -11,15 +11,22 @@ survive page switches (widget state does not) and a copied link opens the same v
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import gc
+import gzip
 import hashlib
+import io
 import json
 import math
 import re
+import shlex
 import struct
+import threading
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +46,23 @@ from attention.weights import projection_numbers
 # most of the server's CPU under load. Freezing what the imports built takes it out of every collection;
 # what the runs allocate is still collected.
 gc.freeze()
+
+
+def _return_freed_memory() -> None:
+    """Have glibc serve every allocation of 1 MiB or more from its own mapping, handed back when freed.
+
+    By default glibc raises that threshold to the size of the last large block freed (up to 32 MiB), after
+    which blocks of 1 to 32 MiB (a 512-token result is tensors of 1 to 17 MiB) come from heaps that keep them
+    once freed: the server grew by about a freed result per large computation, and its peak in
+    benchmarks/soak.py went from 544 MB to 729 MB. Elsewhere (macOS, musl) this does nothing.
+    """
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD; setting it ends glibc's adjusting
+    except (OSError, AttributeError):
+        pass
+
+
+_return_freed_memory()
 
 MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
 ANNOTATE_MAX = 16  # matrices up to 16 x 16 print their values in the cells
@@ -117,7 +141,8 @@ HELP = {
     "seed": "Seeds the embeddings and the projection matrices (same numbers as torch.manual_seed).",
     "mask": "Which keys each query may see: causal hides the future, padding the last n keys, "
     "window all but the last w keys up to the query, custom your own grid.",
-    "layout": "independent: every head has its own d_k/d_v projections (tutorials 000, 001). "
+    "layout": "independent: every head has its own d_k/d_v projections (Raschka's Self-Attention from Scratch, "
+    "Self Attention Spelled Out). "
     "split: d_model is cut into heads as nn.MultiheadAttention does (d_k = d_v = d_model / heads).",
     "init": "How W_query, W_key, W_value are drawn: torch.rand (Raschka), nn.Linear's default, or identity.",
 }
@@ -196,13 +221,32 @@ def _linkable(name: str, raw: str) -> bool:
     return True
 
 
+# The longest query string a link carries, percent-encoded as the browser sends it. Measured against
+# `streamlit run dashboard.py` (uvicorn with h11): a request whose line and headers pass 16 KiB before they
+# have all arrived is refused with 400, and over a real network they arrive in pieces (on loopback up to
+# ~128 KB can come at once and pass, which hides the limit). 8,000 leaves half of the 16 KiB to the path,
+# the browser's headers and cookies, and fits the 8 KiB request line of common proxies (nginx, Apache).
+URL_MAX = 8_000
+# Parameters that can be long, left out of a link (the longest first) until it fits, and their words.
+_LONG_PARAMS = {"sentence": "the sentence", "cross": "the key/value sentence", "cmask": "the custom mask"}
+
+
 def sync_url() -> None:
     """Write every non-default parameter to the URL (a copied link reopens this view).
 
-    Values a link could not carry (a 100,000-character paste, an empty sentence) are left out.
+    Values a link could not carry (a 100,000-character paste, an empty sentence) are left out, and so are
+    the longest texts when the link would pass URL_MAX: their names go to session_state["_url_left_out"].
     """
     wanted = {n: _format(get(n)) for n, p in PARAMS.items() if get(n) != p.default}
     wanted = {n: v for n, v in wanted.items() if _linkable(n, v)}
+    left_out = []
+    longest_first = sorted((n for n in _LONG_PARAMS if n in wanted), key=lambda n: -len(urllib.parse.quote(wanted[n])))
+    for name in longest_first:
+        if len(urllib.parse.urlencode(wanted)) <= URL_MAX:  # encoded as st.query_params writes it
+            break
+        left_out.append(name)
+        del wanted[name]
+    st.session_state["_url_left_out"] = left_out
     if dict(st.query_params.to_dict()) != wanted:
         st.query_params.from_dict(wanted)
 
@@ -230,8 +274,27 @@ def show_url_warnings() -> None:
     bad = st.session_state.get("_url_warnings") or []
     if bad:
         # unknown keys are the link's own text: shown shortened and inert, never as Markdown or HTML
-        names = ", ".join(plain(n if len(n) <= 40 else n[:39] + "…") for n in sorted(set(bad)))
+        names = "; ".join(
+            plain(f"{n} ({allowed(n)})" if n in PARAMS else (n if len(n) <= 40 else n[:39] + "…") + " (unknown)")
+            for n in sorted(set(bad))
+        )
         st.warning(f"Some link parameters were missing a valid value and were reset to defaults: {names}.")
+
+
+def allowed(name: str) -> str:
+    """What a parameter accepts, in words, for a warning: 'a whole number from 0 to 9999', 'one of none, causal'."""
+    p = PARAMS[name]
+    if p.kind == "int":
+        return f"a whole number from {int(p.lo)} to {int(p.hi)}"
+    if p.kind == "float":
+        return f"a number from {p.lo:g} to {p.hi:g}"
+    if p.kind == "choice":
+        return "one of " + ", ".join(p.choices)
+    if p.kind == "bool":
+        return "true or false"
+    if p.kind == "bits":
+        return "rows of 0 and 1 joined by '.'"
+    return f"text of 1 to {MAX_CHARS:,} characters"
 
 
 def _copy(name: str) -> None:
@@ -239,9 +302,18 @@ def _copy(name: str) -> None:
     st.session_state.pop("_url_warnings", None)  # the user has moved on from the link's values
 
 
+def _label(labels: dict[Any, str], option: Any) -> str:
+    return labels.get(option, str(option))
+
+
 def _widget(factory: Callable, name: str, *args: Any, container: Any = None, label: str = "", **kw: Any) -> Any:
     key = "w:" + name
     st.session_state[key] = get(name)
+    if "format_func" in kw:
+        # Streamlit keeps a widget's format_func for the session; one a page defines holds the page's globals,
+        # its Result among them. Only the labels it gives for these options are kept.
+        shown = {option: str(kw["format_func"](option)) for option in args[0]}
+        kw["format_func"] = functools.partial(_label, shown)
     kw.setdefault("help", HELP.get(name))
     target = container or st.sidebar
     label = label or LABELS.get(name, name)
@@ -275,7 +347,9 @@ def toggle(name: str, container: Any = None, **kw: Any) -> bool:
 
 
 def text(name: str, container: Any = None, **kw: Any) -> str:
-    return _widget("text_area", name, container=container, height=80, **kw)
+    """A text area that takes at most MAX_CHARS characters (the browser stops a paste there, and so does the
+    server with what a client sends past it)."""
+    return _widget("text_area", name, container=container, height=80, max_chars=MAX_CHARS, **kw)
 
 
 def pick(name: str, options: Sequence[Any], label: str, *, format_func: Callable = str, container: Any = None) -> Any:
@@ -333,12 +407,18 @@ def store_custom_mask(mask: Sequence[Sequence[bool]]) -> None:
     put("cmask", ".".join("".join("1" if c else "0" for c in row) for row in mask))
 
 
+def check_length(text: str, what: str = "the sentence") -> None:
+    """ValueError for a text over MAX_CHARS: call before tokenizing it (a 23 MB paste splits into 770 MB)."""
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"{what} is {len(text):,} characters long; paste at most {MAX_CHARS:,}")
+
+
 def config_from_state(**overrides: Any) -> Config:
     """The Config the current parameters describe (ValueError when they cannot work)."""
     sentence = str(overrides.pop("sentence", get("sentence")))
-    if len(sentence) > MAX_CHARS:
-        raise ValueError(f"the sentence is {len(sentence):,} characters long; paste at most {MAX_CHARS:,}")
     cross = overrides.pop("cross_sentence", None)
+    check_length(sentence)  # before anything splits it into words
+    check_length(cross or "", "the key/value sentence")
     fields: dict[str, Any] = dict(
         sentence=sentence,
         cross_sentence=cross,
@@ -367,10 +447,14 @@ def config_from_state(**overrides: Any) -> Config:
 
 
 # The caches are shared by every session of the server, so they are bounded in bytes, not only in
-# entries: 256 results of up to 512 KiB (the common sizes: up to ~150 tokens at one head), and the
-# few larger ones (up to ~135 MiB at 512 tokens, 16 heads, d = 256) in a cache of 2. Worst case
-# about 128 + 270 MiB, inside Community Cloud's per-app memory (690 MB guaranteed, 2.7 GB at most).
+# entries. Community Cloud gives the whole app 690 MB; the server holds ~385 MB once torch, pandas and
+# Streamlit are imported. So: 64 results of up to 512 KiB (the common sizes: up to ~150 tokens at one head),
+# 32 MiB at most, and one larger result (up to ~135 MiB at 512 tokens, 16 heads, d = 256), dropped before the
+# next large one is computed, so that two are never held by the cache at once (benchmarks/soak.py).
 SMALL_RESULT_BYTES = 512 << 10
+# Large results are computed one at a time (~0.3 s each at the largest), so that two sessions asking for two
+# different large results at once do not hold three of them.
+_LARGE_LOCK = threading.Lock()
 
 
 def result_bytes(config: Config) -> int:
@@ -384,20 +468,37 @@ def result_bytes(config: Config) -> int:
     return 4 * (scores + vectors + params) + t_q * t_k
 
 
-@st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
 def _cached(_config: Config, key: str) -> Result:
     return _compute_uncached(_config)
 
 
-@st.cache_resource(max_entries=2, ttl=600, show_spinner=False)
+@st.cache_resource(max_entries=1, ttl=600, show_spinner=False)
 def _cached_large(_config: Config, key: str) -> Result:
-    return _compute_uncached(_config)
+    with _LARGE_LOCK:
+        # Runs only on a miss: the cache would evict its one entry only after storing this one, so that for
+        # a moment it would hold two of up to 135 MiB; it lets go of the old one first instead.
+        _cached_large.clear()
+        return _compute_uncached(_config)
 
 
 def compute(config: Config) -> Result:
-    """compute(), cached on the config: at most 256 small and 2 large results, for an hour / ten minutes."""
+    """compute(), cached on the config: at most 64 small results for an hour and 1 large one for ten minutes."""
     cache = _cached if result_bytes(config) <= SMALL_RESULT_BYTES else _cached_large
     return cache(config, repr(config))
+
+
+def tokens_or_stop(name: str = "sentence") -> tuple[str, ...]:
+    """The tokens of a stored sentence, checked for length before it is split; a longer one is explained and
+    the page stopped, as `result_or_stop` does."""
+    text = str(get(name))
+    try:
+        check_length(text)
+    except ValueError as exc:
+        st.error(f"This setting cannot be computed: {exc}")
+        finish()
+        st.stop()
+    return tokenize(text)
 
 
 def result_or_stop(**overrides: Any) -> Result:
@@ -411,8 +512,13 @@ def result_or_stop(**overrides: Any) -> Result:
 
 
 def finish() -> None:
-    """Call last on every page: writes the state back into the URL."""
+    """Call last on every page: writes the state back into the URL, and says what a link could not hold."""
     sync_url()
+    left = st.session_state.get("_url_left_out", [])
+    left_out = [words for name, words in _LONG_PARAMS.items() if name in left]
+    if left_out:
+        what = " and ".join(left_out) + (" are" if len(left_out) > 1 else " is")
+        st.caption(f":material/link_off: This view is too big to share as a link: {what} not in the address.")
 
 
 # --------------------------------------------------------------------------- text
@@ -656,7 +762,13 @@ def walkthrough(result: Result, head: int, i: int) -> None:
             "weight": weights.tolist(),
         }
     )
-    st.dataframe(table, hide_index=True, width="stretch", height=min(38 + 35 * len(cols), 400))
+    # four decimals for scores; weights to four significant digits, so a tiny one reads 1.234e-18, not 0.000000…
+    formats = {
+        "q·k (omega)": st.column_config.NumberColumn(format="%.4f"),
+        "scaled": st.column_config.NumberColumn(format="%.4f"),
+        "weight": st.column_config.NumberColumn(format="%.4g"),
+    }
+    st.dataframe(table, hide_index=True, width="stretch", height=min(38 + 35 * len(cols), 400), column_config=formats)
 
 
 # --------------------------------------------------------------------------- downloads and code
@@ -685,26 +797,176 @@ def matrix_of(result: Result, name: str, head: int) -> tuple[torch.Tensor, list[
     return m, row_labels, col_labels
 
 
+# Every export is made when its button is clicked, in the thread Streamlit serves the click from, and the
+# buttons keep only a `_Recipe` of the config: the Result is recomputed through the bounded cache, and nothing
+# of it stays with the session. Streamlit keeps the file it serves in its media store until two more script
+# runs (of any session) have ended. The bounds below were measured on the 2-core machine of the README:
+# - JSON: export.write_json writes 10-15 MB a second in pieces of 65,536 numbers (one json.dumps each, up to
+#   ~75 ms holding the GIL, so other sessions' reruns go on between pieces). 20 MB of JSON is about 2 s of
+#   that, about 8 MB gzipped, and ~40 MB of memory while it is made; it covers 128 tokens at 4 heads of width
+#   64, or 256 tokens at 2. The largest settings would write 550 MB (25 s of CPU, 2 GB of memory): that is
+#   the command line's job, which streams to a file.
+# - CSV: one matrix of up to 512 x 512 cells (every per-head matrix at the largest settings): ~3 MB, ~2 s of
+#   pure Python that shares the GIL. Only the output of many heads is wider (512 x 4096: 22 MB, 25 s).
+JSON_MAX_BYTES = 20_000_000
+JSON_PLAIN_BYTES = 2_000_000  # a bigger JSON comes gzipped (its digits compress to about 40 %)
+CSV_MAX_CELLS = 512 * 512
+HEAVY_EXPORT_BYTES = 1_000_000  # exports bigger than this are made one at a time per server
+KEPT_CONFIG_NUMBERS = 4096  # a config with more numbers in given matrices is not kept for a download
+INPUTS_FILE = "attention_inputs.json"
+BUSY = "Another large export is being made on this server right now: try again in a moment."
+# Held while a heavy export is made; a second click does not wait for it (acquire(blocking=False)).
+_EXPORT_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Recipe:
+    """What a download button keeps to rebuild its config when clicked: the config's fields, with a custom
+    mask (up to 512 x 512 booleans: 2 MB as tuples) as rows of 0/1 text (256 KB at most)."""
+
+    fields: tuple[tuple[str, Any], ...]
+    mask: str = ""
+
+    @classmethod
+    def of(cls, config: Config) -> _Recipe | None:
+        """The recipe of a config, or None when it carries big given matrices (never from the controls)."""
+        given = [getattr(config, n) for n in ("embeddings", "cross_embeddings", "w_query", "w_key", "w_value", "w_out")]
+        if sum(len(m) * len(m[0]) for m in given if m) > KEPT_CONFIG_NUMBERS:
+            return None
+        kept = tuple((f.name, getattr(config, f.name)) for f in dataclass_fields(config) if f.name != "custom_mask")
+        rows = config.custom_mask or ()
+        return cls(kept, ".".join("".join("1" if c else "0" for c in row) for row in rows))
+
+    def config(self) -> Config:
+        mask = [[c == "1" for c in row] for row in self.mask.split(".")] if self.mask else None
+        return Config(**dict(self.fields), custom_mask=mask)
+
+
+def json_size(result: Result) -> int:
+    """About how many bytes `export.to_json(result)` writes: ~20 a number, ~6 a true/false (measured)."""
+    numbers = (result.embeddings, result.key_embeddings, result.w_query, result.w_key, result.w_value,
+               result.b_query, result.b_key, result.b_value, result.queries, result.keys, result.values, result.omega,
+               result.scaled, result.weights, result.dropped_weights, result.context, result.concat, result.w_out,
+               result.b_out, result.output)  # fmt: skip
+    flags = result.mask.numel() * result.heads + result.empty_rows.numel()  # the mask is written once a head
+    return 20 * sum(t.numel() for t in numbers if t is not None) + 6 * flags
+
+
+def _gzipped_json(result: Result) -> bytes:
+    """`export.to_json(result)` gzipped, written piece by piece: the whole text is never held. Level 1: a
+    tenth bigger than level 9 (digits compress to ~40 % either way), at a third of the time."""
+    out = io.BytesIO()
+    with (
+        gzip.GzipFile(fileobj=out, mode="wb", compresslevel=1, mtime=0) as packed,
+        io.TextIOWrapper(packed, "ascii") as text,
+    ):
+        export.write_json(result, text)
+    return out.getvalue()
+
+
+def _busy(what: str) -> str | bytes:
+    """What a click gets while another heavy export is being made: the note, in the file's format."""
+    if what == "json.gz":
+        return gzip.compress(json.dumps({"busy": BUSY}).encode(), mtime=0)
+    return json.dumps({"busy": BUSY}) if what in ("json", "inputs") else BUSY + "\n"
+
+
+def export_file(what: str, recipe: _Recipe, head: int = 0, heavy: bool = False) -> str | bytes:
+    """The file a download button asks for, made now: a matrix's CSV (what: its name in MATRICES), "json",
+    "json.gz", or "inputs" (the command line's input file). A heavy one waits for no other: it is `_busy`."""
+    if heavy and not _EXPORT_LOCK.acquire(blocking=False):
+        return _busy(what)
+    try:
+        result = compute(recipe.config())
+        if what == "json":
+            return export.to_json(result)
+        if what == "json.gz":
+            return _gzipped_json(result)
+        if what == "inputs":
+            return experiments.mask_json(result.mask, result.tokens, result.key_tokens, config=result.config)
+        m, rows, cols = matrix_of(result, what, head)
+        return export.matrix_csv(m, rows, cols)
+    finally:
+        if heavy:
+            _EXPORT_LOCK.release()
+
+
+def command_line(config: Config) -> list[str] | None:
+    """The command that writes this config's whole result as JSON: a preset by name, else flags plus the
+    inputs file (`export_file("inputs", ...)`: the mask and the sentences, which never pass through a shell).
+    None when the command line cannot take the config (given matrices)."""
+    preset = next((name for name, p in presets.PRESETS.items() if p.config == config), None)
+    try:
+        args = ["--preset", preset] if preset else experiments.cli_args(config, INPUTS_FILE)
+    except ValueError:
+        return None
+    return ["python", "-m", "attention", *args, "--format", "json"]
+
+
 def downloads(result: Result, head: int = 0, key: str = "dl") -> None:
-    """Download any matrix as CSV, and the whole result as JSON (built only on click)."""
+    """Download the shown head's matrices as CSV and the whole result as JSON, each made when clicked.
+
+    The buttons keep a `_Recipe` of the config, the matrix's name and the head, never the Result. An export
+    beyond the bounds above is not offered: a note gives the command line that writes it instead.
+    """
+    recipe = _Recipe.of(result.config)
+    if recipe is None:
+        st.caption("Downloads are not offered for given matrices this large: use the package in Python.")
+        return
     c1, c2, c3 = st.columns([2, 1, 1])
     name = c1.selectbox("Matrix to download", list(MATRICES), key=f"{key}:which")
+    csv_size = 11 * matrix_of(result, name, head)[0].numel()  # about 11 characters a cell; a view, no copy
+    json_bytes = json_size(result)
+    too_big, offered = [], []
+    if csv_size <= 11 * CSV_MAX_CELLS:
+        offered.append(csv_size)
+        make = functools.partial(export_file, name, recipe, head, csv_size > HEAVY_EXPORT_BYTES)
+        c2.download_button(
+            f"{name}.csv", make, file_name=f"{name}.csv", mime="text/csv", key=f"{key}:csv", on_click="ignore"
+        )
+    else:
+        c2.button(f"{name}.csv", disabled=True, key=f"{key}:csv", help="Too big to download here: see below.")
+        too_big.append(f"{name}.csv (≈{csv_size / 1e6:.0f} MB)")
+    if json_bytes <= JSON_MAX_BYTES:
+        offered.append(json_bytes)
+        what = "json.gz" if json_bytes > JSON_PLAIN_BYTES else "json"
+        c3.download_button(
+            f"result.{what}",
+            functools.partial(export_file, what, recipe, head, json_bytes > HEAVY_EXPORT_BYTES),
+            file_name=f"attention_result.{what}",
+            mime="application/gzip" if what == "json.gz" else "application/json",
+            key=f"{key}:json",
+            on_click="ignore",
+        )
+    else:
+        c3.button("result.json", disabled=True, key=f"{key}:json", help="Too big to download here: see below.")
+        too_big.append(f"result.json (≈{json_bytes / 1e6:,.0f} MB)")
+    if any(size > HEAVY_EXPORT_BYTES for size in offered):
+        st.caption(
+            "Large files are made one at a time on this shared server: while another is being made, the file "
+            "you get says so. Try again a moment later."
+        )
+    if too_big:
+        _command_line_note(result, recipe, too_big, key)
 
-    def csv() -> str:
-        m, rows, cols = matrix_of(result, name, head)
-        return export.matrix_csv(m, rows, cols)
 
-    c2.download_button(
-        f"{name}.csv", csv, file_name=f"{name}.csv", mime="text/csv", key=f"{key}:csv", on_click="ignore"
-    )
-    c3.download_button(
-        "result.json",
-        lambda: export.to_json(result),
-        file_name="attention_result.json",
-        mime="application/json",
-        key=f"{key}:json",
-        on_click="ignore",
-    )
+def _command_line_note(result: Result, recipe: _Recipe, too_big: list[str], key: str) -> None:
+    """Say what is too big to download here, and give the command line that writes it."""
+    what = " and ".join(too_big)
+    command = command_line(result.config)
+    if command is None:
+        st.caption(f"{what}: too big to download here. The package writes it in Python: `export.write_json`.")
+        return
+    needs_inputs = INPUTS_FILE in command
+    source = f", from the inputs saved in {INPUTS_FILE}:" if needs_inputs else ":"
+    st.caption(f"{what}: too big to download here. Use the command line: it writes every matrix as JSON{source}")
+    st.code(shlex.join(command) + " > attention_result.json", language="bash")
+    if needs_inputs:
+        heavy = 6 * result.mask.numel() > HEAVY_EXPORT_BYTES  # the mask's true/false dominate
+        make = functools.partial(export_file, "inputs", recipe, 0, heavy)
+        st.download_button(
+            INPUTS_FILE, make, file_name=INPUTS_FILE, mime="application/json", key=f"{key}:inputs", on_click="ignore"
+        )
 
 
 def code(config: Config) -> None:
@@ -716,6 +978,21 @@ def code(config: Config) -> None:
 # --------------------------------------------------------------------------- step by step
 
 
+# What a presenter says at each stage, under its title: one sentence for the room.
+SAY = (
+    "Every word starts as a row of numbers; at this point no token knows anything about the others.",
+    "Each token asks a question (its query), offers an answer (its key) and carries content (its value).",
+    "Every query is compared with every key: a big dot product means a good match.",
+    "We divide by √d_k so that wider vectors do not make the scores, and the softmax, explode.",
+    "A mask decides what each token may look at: blocked scores become −∞ and will get no weight.",
+    "Softmax turns each row of scores into weights: all positive, and each row sums to 1.",
+    "Each token's new vector is the weighted mix of the values it attended to: its context.",
+)
+_STEP_KEYS = st.components.v2.component(
+    "attention_lab.step_keys", js=(_ASSETS / "step_keys.js").read_text(encoding="utf-8"), isolate_styles=False
+)
+
+
 def _move_step(delta: int | None) -> None:
     """Button callback: one stage on or back (None: the first), kept within the stages."""
     step = 0 if delta is None else int(get("step")) + delta
@@ -723,19 +1000,23 @@ def _move_step(delta: int | None) -> None:
 
 
 def stepper(result: Result, head: int) -> None:
-    """Workshop mode: Next reveals the computation one stage at a time."""
-    # the buttons move the step in callbacks, before this run, so Back/Next are disabled at the right stage
+    """Workshop mode: one stage at a time, its title and a sentence to say; Previous/Next on the page and on the
+    keyboard (PageDown/PageUp, as presenters' clickers send, and the arrow keys)."""
+    keys = _STEP_KEYS(key="step:keys", data={"step": int(get("step"))}, on_move_change=_ignore, height=0)
+    if keys is not None and keys.get("move") in ("next", "previous"):
+        _move_step(1 if keys["move"] == "next" else -1)
+    # the buttons move the step in callbacks, before this run, so Previous/Next are disabled at the right stage
     step = int(get("step"))
-    c1, c2, c3, c4 = st.columns([1, 1, 1, 5])
-    c1.button("◀ Back", disabled=step == 0, key="step:back", on_click=_move_step, args=(-1,))
-    c2.button("Next ▶", disabled=step == len(STAGES) - 1, key="step:next", type="primary", on_click=_move_step,
-              args=(1,))  # fmt: skip
-    c3.button("Restart", key="step:reset", on_click=_move_step, args=(None,))
-    c4.progress((step + 1) / len(STAGES), text=f"Stage {step + 1} of {len(STAGES)}: {STAGES[step]}")
-    tok, keys = labels(result.tokens), labels(result.key_tokens)
-    for s in range(step + 1):
-        st.subheader(f"{s + 1}. {STAGES[s]}")
-        _stage(s, result, head, tok, keys)
+    nav = st.container(horizontal=True, vertical_alignment="center")  # buttons as wide as their labels
+    nav.button("◀ Previous", disabled=step == 0, key="step:back", on_click=_move_step, args=(-1,))
+    nav.button("Next ▶", disabled=step == len(STAGES) - 1, key="step:next", type="primary", on_click=_move_step,
+               args=(1,))  # fmt: skip
+    nav.button("Restart", key="step:reset", on_click=_move_step, args=(None,))
+    nav.caption("Keys: PageDown / → next, PageUp / ← previous")
+    st.progress((step + 1) / len(STAGES), text=f"Stage {step + 1} of {len(STAGES)}: {STAGES[step]}")
+    st.subheader(f"{step + 1}. {STAGES[step]}")
+    st.markdown(f"**Say:** {SAY[step]}")
+    _stage(step, result, head, labels(result.tokens), labels(result.key_tokens))
 
 
 def _dims(n: int) -> list[str]:

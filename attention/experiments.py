@@ -247,7 +247,7 @@ def pitfalls(config: Config) -> list[Pitfall]:
         version(
             "Softmax over the wrong dimension",
             "Normalised over the queries (each column sums to 1), so the rows no longer sum to 1; "
-            "tutorial 000's multi-head cell takes it over dim 0, the heads.",
+            "Self-Attention from Scratch's multi-head cell takes it over dim 0, the heads.",
             "weights = torch.softmax(masked_scores, dim=-2)",
             torch.softmax(r.masked, dim=-2),
         ),
@@ -275,7 +275,7 @@ def pitfalls(config: Config) -> list[Pitfall]:
         version(
             "Every head's queries with every head's keys",
             "Queries of head a meet keys of head b: an (h, h, T_q, T_k) omega, an h times too wide "
-            "context and an output W_out no longer fits (tutorial 000's multi-head cell).",
+            "context and an output W_out no longer fits (Self-Attention from Scratch's multi-head cell).",
             "omega = queries[:, None] @ keys.transpose(-2, -1)  # (h, 1, T, d) @ (h, d, T) -> (h, h, T, T)",
             softmax(apply_mask(every_head, mask), r.empty_rows),
         ),

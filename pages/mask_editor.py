@@ -1,11 +1,9 @@
 """Mask editor: tick which keys each query may see, watch the weights follow, export the mask for the command line."""
 
-import shlex
-
 import streamlit as st
 
 import ui
-from attention import experiments, masks, tokenize
+from attention import experiments, masks
 
 EDITOR_MAX = 40  # a bigger grid of checkboxes is no longer editable by hand
 KEY = "me:cmask"
@@ -18,7 +16,7 @@ st.caption(
 ui.show_url_warnings()
 ui.controls(["sentence", "d_k", "heads", "seed"])
 
-tokens = tokenize(ui.get("sentence"))
+tokens = ui.tokens_or_stop()  # a paste over ui.MAX_CHARS is refused before it is split
 t = len(tokens)
 if t > EDITOR_MAX:
     st.info(f"The grid editor shows sentences of up to {EDITOR_MAX} tokens; this one has {t}: shorten it.")
@@ -58,16 +56,20 @@ ui.heatmap(result.dropped_weights[head], tok, tok, title="Softmax weights", kind
 right.caption("Blocked scores become −∞ before the softmax, so their weights are exactly 0 and each row sums to 1.")
 
 st.subheader("Take it to the command line")
-ui.explain("Save the mask as JSON; this command recomputes these weights from it.")
+ui.explain(
+    "Save mask.json (the mask and the sentence); run in its folder, this command recomputes these weights, "
+    "in bash, PowerShell or cmd.exe alike."
+)
 d1, d2 = st.columns([1, 4])
 d1.download_button(
     "mask.json",
-    experiments.mask_json(result.mask, result.tokens),
+    experiments.mask_json(result.mask, result.tokens, config=result.config),
     file_name="mask.json",
     mime="application/json",
     key="me:json",
     on_click="ignore",
     icon=":material/download:",
 )
-d2.code(shlex.join(["python", "-m", "attention", *experiments.cli_args(result.config, "mask.json")]), language="bash")
+# the sentence travels in mask.json: every argument is a flag, a number or a choice, so no shell needs quotes
+d2.code(" ".join(["python", "-m", "attention", *experiments.cli_args(result.config, "mask.json")]), language="bash")
 ui.finish()

@@ -3,7 +3,6 @@
 import streamlit as st
 
 import ui
-from attention import tokenize
 
 EDITOR_MAX = 40  # a bigger grid of checkboxes is no longer editable by hand
 
@@ -15,7 +14,8 @@ st.caption(
 ui.show_url_warnings()
 ui.controls(["sentence", "d_k", "heads", "seed"])
 
-n_tokens = len(tokenize(ui.get("sentence")))
+tokens = ui.tokens_or_stop()  # a paste over ui.MAX_CHARS is refused before it is split
+n_tokens = len(tokens)
 c1, c2, c3 = st.columns(3)
 kind = ui.select("mask", container=c1)
 if kind == "padding":
@@ -27,7 +27,6 @@ ui.slider("dropout", container=c3, help="Each weight is zeroed with probability 
 if kind == "custom" and 0 < n_tokens <= EDITOR_MAX:
     st.subheader("Custom mask")
     ui.explain("Tick the keys (columns) each query (row) may attend to; the heatmaps below follow your grid.")
-    tokens = tokenize(ui.get("sentence"))
     ui.custom_mask_editor(tokens, tokens, key="masks:cmask")
 elif kind == "custom" and n_tokens > EDITOR_MAX:
     st.info(f"The grid editor shows sentences of up to {EDITOR_MAX} tokens; this one uses the causal mask.")

@@ -34,7 +34,8 @@ if result.config.head_layout == "split":
     ui.explain(f"Split layout: one projection of width {h * result.d_k} is cut into {h} heads of d_k = {result.d_k}.")
 else:
     ui.explain(
-        f"Independent layout: each of the {h} heads has its own W_q, W_k (d_k = {result.d_k}), W_v (d_v = {d_v})."
+        (f"Independent layout: each of the {h} heads has" if h > 1 else "Independent layout: the head has")
+        + f" its own W_q, W_k (d_k = {result.d_k}), W_v (d_v = {d_v})."
     )
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import experiments, tokenize
+from attention import experiments
 
 MAX_TOKENS = 64  # the every-head mistake holds h·h·T·T weights
 KEPT, BROKEN = "✔ kept", "✘ broken"  # Dingbats: drawn by every font, unlike the ✅ ❌ emoji
@@ -18,7 +18,7 @@ st.caption(
 )
 ui.show_url_warnings()
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "padding", "window"])
-if len(tokenize(ui.get("sentence"))) > MAX_TOKENS:
+if len(ui.tokens_or_stop()) > MAX_TOKENS:  # a paste over ui.MAX_CHARS is refused before it is split
     st.info(f"The pitfalls are computed for sentences of up to {MAX_TOKENS} tokens: shorten the sentence.")
     ui.finish()
     st.stop()

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import experiments, tokenize
+from attention import experiments
 
 T_MIN, T_MAX = 2, 32  # the sweep's sequence length follows the sentence within these bounds (its cost grows as T²)
 METRICS = {
@@ -24,7 +24,7 @@ st.caption(
 ui.show_url_warnings()
 ui.controls(["sentence", "d_k", "heads", "seed", "mask", "padding", "window"])
 
-n_tokens = len(tokenize(ui.get("sentence")))
+n_tokens = len(ui.tokens_or_stop())  # a paste over ui.MAX_CHARS is refused before it is split
 t = min(max(n_tokens, T_MIN), T_MAX)
 d_k, first_seed = int(ui.get("d_k")), int(ui.get("seed"))
 n_seeds = int(ui.slider("nseeds", container=st, help="Each seed draws its own q and k ~ N(0, 1)."))

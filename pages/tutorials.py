@@ -83,7 +83,8 @@ with right:
     st.markdown("**Printed by the tutorial vs computed here**")
     matched = sum(o.ok for o in outcomes)
     if matched == len(outcomes):
-        st.success(f"All {len(outcomes)} checks match at the tutorial's printed precision.", icon=OK[0])
+        verdict = "The check matches" if len(outcomes) == 1 else f"All {len(outcomes)} checks match"
+        st.success(f"{verdict} at the tutorial's printed precision.", icon=OK[0])
     else:
         st.error(f"{len(outcomes) - matched} of {len(outcomes)} checks do not match.", icon=BAD[0])
 

@@ -140,7 +140,9 @@ def test_a_compare_link_reopens_both_sides() -> None:
 
 def test_a_bad_compare_link_warns_and_opens_the_defaults() -> None:
     at = app("compare", b_seed="abc", b_mask="nope")
-    assert len(at.warning) == 1 and "b_mask, b_seed." in at.warning[0].value.replace("\\", "")
+    shown = at.warning[0].value.replace("\\", "")
+    assert len(at.warning) == 1 and "b_mask (one of none, causal" in shown
+    assert "b_seed (a whole number from 0 to 9999)." in shown  # the warning says what the link may hold
     assert at.slider(key="w:b_seed").value == 124
 
 
@@ -293,7 +295,7 @@ def test_the_editor_export_is_what_the_command_line_reads(monkeypatch, tmp_path,
     assert json.loads(path.read_text())["mask"] == rows
 
     command = shlex.split(at.code[0].value)
-    assert command[:3] == ["python", "-m", "attention"] and "--sentence=the cat -sat" in command
+    assert command[:3] == ["python", "-m", "attention"] and command[3:5] == ["--sentence-file", "mask.json"]
     assert main([str(path) if a == "mask.json" else a for a in command[3:]] + ["--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     want = compute(Config(sentence="the cat -sat", d_k=8, seed=3, mask="custom", custom_mask=rows))

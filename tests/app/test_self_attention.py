@@ -117,7 +117,7 @@ def test_each_control_changes_the_numbers(kind: str, key: str, value: object) ->
     assert at.query_params[key[2:]] == str(value)  # the URL follows, so the link reopens this view
 
 
-def test_step_mode_reveals_the_stages_in_order() -> None:
+def test_step_mode_shows_one_stage_at_a_time_with_what_to_say() -> None:
     stages = ["Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context"]
     at = app()
     at.toggle(key="w:stepmode").set_value(True).run()
@@ -126,12 +126,18 @@ def test_step_mode_reveals_the_stages_in_order() -> None:
     for n in range(2, len(stages) + 1):
         at.button(key="step:next").click().run()
         assert not at.exception
-        assert [s.value for s in at.subheader] == [f"{i + 1}. {s}" for i, s in enumerate(stages[:n])]
+        assert [s.value for s in at.subheader] == [f"{n}. {stages[n - 1]}"]  # only the current stage
+        assert any(m.value == f"**Say:** {ui.SAY[n - 1]}" for m in at.markdown)
+        assert at.query_params["step"] == str(n - 1)  # a link reopens this stage
     assert at.button(key="step:next").disabled
     at.button(key="step:back").click().run()
-    assert len(at.subheader) == len(stages) - 1
+    assert [s.value for s in at.subheader] == [f"{len(stages) - 1}. {stages[-2]}"]
     at.button(key="step:reset").click().run()
     assert [s.value for s in at.subheader] == ["1. Embeddings"]
+
+
+def test_every_stage_has_a_sentence_to_say() -> None:
+    assert len(ui.SAY) == len(ui.STAGES) and all(s.endswith(".") for s in ui.SAY)
 
 
 def test_a_link_with_good_parameters_opens_that_view() -> None:

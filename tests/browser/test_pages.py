@@ -334,7 +334,7 @@ def test_downloads_hold_the_shown_result(page, app_url, page_errors, downloads_d
     assert_clean(page, page_errors)
 
 
-def test_step_by_step_mode_reveals_stages_in_order(page, app_url, page_errors):
+def test_step_by_step_mode_shows_one_stage_at_a_time(page, app_url, page_errors):
     open_page(page, app_url, "self_attention")
     wait_for_charts(page)
     toggle = page.get_by_role("switch", name=re.compile("step", re.I))
@@ -345,15 +345,79 @@ def test_step_by_step_mode_reveals_stages_in_order(page, app_url, page_errors):
     settle(page)
     assert stage_sequence(page) == [0], "step mode should open on the embeddings alone"
 
-    charts = wait_for_charts(page)
     for shown in range(1, len(STAGES)):
         page.get_by_role("button", name=re.compile(r"^\s*Next")).click()
-        poll(lambda: stage_sequence(page), lambda seq, n=shown: len(seq) > n)
+        poll(lambda: stage_sequence(page), lambda seq, n=shown: seq == [n])
         settle(page)
         sequence = stage_sequence(page)
-        assert sequence == list(range(shown + 1)), f"after {shown} Next: {[STAGES[i][0] for i in sequence]}"
-        now = wait_for_charts(page)
-        assert now > charts, f"stage {STAGES[shown][0]} drew no chart"
-        charts = now
+        assert sequence == [shown], f"after {shown} Next: {[STAGES[i][0] for i in sequence]}"
+        assert wait_for_charts(page) >= 1, f"stage {STAGES[shown][0]} drew no chart"
+        assert "Say:" in main_text(page)
     assert page.get_by_role("button", name=re.compile(r"^\s*Next")).is_disabled()
     assert_clean(page, page_errors)
+
+
+def press_and_wait(page, key: str, stage: int) -> None:
+    page.keyboard.press(key)
+    poll(lambda: stage_sequence(page), lambda seq: seq == [stage])
+    settle(page)
+    assert stage_sequence(page) == [stage], f"after {key}"
+
+
+@pytest.mark.parametrize("width", [1024, 1400])
+def test_step_mode_follows_a_presenters_clicker_and_fits_a_projector(page, app_url, page_errors, width):
+    page.set_viewport_size({"width": width, "height": 768})
+    open_page(page, app_url, "self_attention", "stepmode=true")
+    wait_for_charts(page)
+    assert stage_sequence(page) == [0]
+    page.locator('[data-testid="stMain"] h1').click()  # focus on the page, not on a control
+    press_and_wait(page, "PageDown", 1)  # what a clicker sends
+    press_and_wait(page, "PageDown", 2)
+    press_and_wait(page, "ArrowRight", 3)
+    press_and_wait(page, "PageUp", 2)
+    press_and_wait(page, "ArrowLeft", 1)
+    # arrows typed on a control move the control, not the stage
+    slider(page, "seed").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('seed') === '124'")
+    settle(page)
+    assert stage_sequence(page) == [1]
+    # every step button shows its whole label
+    clipped = page.locator('[data-testid="stMain"] [data-testid="stButton"] button').evaluate_all(
+        "els => els.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.innerText)"
+    )
+    assert clipped == [], clipped
+    assert_clean(page, page_errors)
+
+
+# --------------------------------------------------------------------------- the dark theme
+
+# The relative luminance of the page background and of each heatmap's ink (its computed text colour), 0 to 1.
+LUMINANCE_JS = """(sel) => {
+  const lum = (css) => {
+    const [r, g, b] = css.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number).map(v => {
+      v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const app = document.querySelector('[data-testid="stApp"]');
+  const inks = [...document.querySelectorAll(sel)].map(e => lum(getComputedStyle(e).color));
+  return { background: lum(getComputedStyle(app).backgroundColor), inks };
+}"""
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_in_the_dark_theme(browser, app_url, page_errors, shoot, path):
+    """A browser that prefers dark gets the dark theme; the heatmaps' labels, titles and legends follow it."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme="dark")
+    try:
+        dark = context.new_page()
+        dark.on("pageerror", lambda error: page_errors.append(str(error)))
+        open_page(dark, app_url, path)
+        wait_for_charts(dark)
+        shown = dark.evaluate(LUMINANCE_JS, ".al-heatmap")
+        assert shown["background"] < 0.05, shown  # a dark page
+        assert all(ink > 0.6 for ink in shown["inks"]), shown  # light labels and titles on it
+        assert_clean(dark, page_errors, EXPECTED_ERRORS.get(path, 0))
+        shoot(dark, f"dark_{path}")
+    finally:
+        context.close()
