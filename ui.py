@@ -705,16 +705,23 @@ def heatmap(
 
 
 def _num(x: float) -> str:
+    """A number for an equation: up to four decimals; scientific notation (4.87 × 10⁻⁷) when tiny or huge."""
     if math.isinf(x):
         return r"-\infty" if x < 0 else r"\infty"
-    return f"{x:.4f}".rstrip("0").rstrip(".") if abs(x) < 1e4 else f"{x:.3e}"
+    if x != 0 and (abs(x) < 5e-5 or abs(x) >= 1e4):
+        mantissa, exponent = f"{x:.3e}".split("e")
+        return rf"{mantissa} \times 10^{{{int(exponent)}}}"
+    return f"{x:.4f}".rstrip("0").rstrip(".")
 
 
 def _terms(pairs: Sequence[tuple[float, float]], limit: int = 3) -> str:
+    """The first products of a dot product, two to a line of an aligned block (an equation stays inside a
+    projector's 1024 px instead of running off the page and hiding its result)."""
     shown = [f"({_num(a)})({_num(b)})" for a, b in pairs[:limit]]
     if len(pairs) > limit:
         shown.append(r"\cdots")
-    return " + ".join(shown)
+    lines = [" + ".join(shown[k : k + 2]) for k in range(0, len(shown), 2)]
+    return r" \\ &\quad + ".join(lines)
 
 
 def walkthrough(result: Result, head: int, i: int) -> None:
@@ -729,9 +736,9 @@ def walkthrough(result: Result, head: int, i: int) -> None:
     st.markdown(f"**Following token {n}: {plain(result.tokens[i])}** (head {head + 1})")
     j = int(torch.argmax(torch.where(allowed, omega, torch.tensor(float("-inf"))))) if allowed.any() else 0
     st.latex(
-        rf"\omega_{{{n},{j + 1}}} = q^{{({n})}} \cdot k^{{({j + 1})}} = "
+        rf"\begin{{aligned}}\omega_{{{n},{j + 1}}} &= q^{{({n})}} \cdot k^{{({j + 1})}} \\ &= "
         + _terms(list(zip(q.tolist(), keys[j].tolist(), strict=True)))
-        + rf" = {_num(float(omega[j]))}"
+        + rf" \\ &= {_num(float(omega[j]))}\end{{aligned}}"
     )
     factor = result.scale
     if factor != 1.0:
@@ -745,14 +752,20 @@ def walkthrough(result: Result, head: int, i: int) -> None:
     exps = [(jj, float(scaled[jj])) for jj in range(len(cols)) if allowed[jj]]
     shown = exps[:3]
     st.latex(
-        rf"\alpha_{{{n},j}} = \frac{{e^{{\tilde\omega_{{{n},j}}}}}}{{\sum_{{j'}} e^{{\tilde\omega_{{{n},j'}}}}}}"
-        + r",\quad "
+        r"\begin{aligned}"
+        + rf"\alpha_{{{n},j}} &= \frac{{e^{{\tilde\omega_{{{n},j}}}}}}{{\sum_{{j'}} e^{{\tilde\omega_{{{n},j'}}}}}}"
+        + r" \\ & "
         + ", ".join(rf"\alpha_{{{n},{jj + 1}}} = {_num(float(weights[jj]))}" for jj, _ in shown)
         + (r", \ldots" if len(exps) > 3 else "")
+        + r"\end{aligned}"
     )
     z = result.context[head, i]
     first = [(float(weights[jj]), float(values[jj, 0])) for jj in range(len(cols))]
-    st.latex(rf"z^{{({n})}}_1 = \sum_j \alpha_{{{n},j}} v^{{(j)}}_1 = " + _terms(first) + rf" = {_num(float(z[0]))}")
+    st.latex(
+        rf"\begin{{aligned}}z^{{({n})}}_1 &= \sum_j \alpha_{{{n},j}} v^{{(j)}}_1 \\ &= "
+        + _terms(first)
+        + rf" \\ &= {_num(float(z[0]))}\end{{aligned}}"
+    )
     table = pd.DataFrame(
         {
             "key": cols,

@@ -144,7 +144,11 @@ function layout(root, state) {
     legendW = Math.ceil(Math.max(...texts.map((t) => probe.measureText(t).width))) + 34;
   }
   const left = Math.ceil(rowW) + 8;
-  const plotW = Math.max(width - left - legendW - 4, 20);
+  // a narrow column (a projector, three charts side by side) moves the colour bar under the plot when that is
+  // what keeps the cells at least 12 px wide
+  const beside = h.legend && (width - left - legendW - 4) / h.c >= 12;
+  const below = h.legend && !beside;
+  const plotW = Math.max(width - left - (beside ? legendW : 0) - 4, 20);
   const cellW = plotW / h.c;
   const colFont = Math.max(10, Math.min(12, Math.floor(cellW * 0.75)));
   const colStep = stride(cellW, colFont * 1.5); // slanted 45°: baselines 1.5 font sizes apart
@@ -152,9 +156,15 @@ function layout(root, state) {
   let colW = 0;
   for (let j = 0; j < h.c; j += colStep) colW = Math.max(colW, Math.min(probe.measureText(h.cols[j]).width, LABEL_LIMIT));
   const bottom = Math.ceil(colW * Math.SQRT1_2 + colFont) + 6;
-  const height = titleH + plotH + bottom;
+  const legendH = below ? 34 : 0;
+  const height = titleH + plotH + bottom + legendH;
+  // the colour bar's place: beside the plot its top is the high end; below it, low runs left to high at the right
+  const legendBar = below ? Math.max(Math.min(plotW, 180), 60) : 12;
+  const legendX = beside ? left + plotW + 12 : left;
+  const legendY = beside ? titleH : titleH + plotH + bottom + 2;
   return { family, width, height, titleH, titleSize, left, top: titleH, plotW, plotH, cellW, cellH,
-           rowFont, rowStep, colFont, colStep, legendW, labelPx: Math.min(rowFont, colFont) };
+           rowFont, rowStep, colFont, colStep, legendW, labelPx: Math.min(rowFont, colFont),
+           legend: beside ? "right" : below ? "below" : "none", legendX, legendY, legendBar };
 }
 
 function drawCells(state) {
@@ -245,7 +255,8 @@ function draw(root, state) {
 }
 
 function drawLegend(ctx, h, L, ink) {
-  const x = L.left + L.plotW + 12;
+  if (L.legend === "below") return drawLegendBelow(ctx, h, L, ink);
+  const x = L.legendX;
   ctx.font = `11px ${L.family}`;
   ctx.textAlign = "left";
   ctx.fillStyle = ink;
@@ -271,6 +282,38 @@ function drawLegend(ctx, h, L, ink) {
   ctx.textBaseline = "middle";
   [[hi, 0], [(lo + hi) / 2, barH / 2], [lo, barH]].forEach(([v, y]) => {
     ctx.fillText(readable(v, 2), x + 16, L.top + Math.min(Math.max(y, 6), barH - 6));
+  });
+}
+
+// The colour key under the plot, for narrow columns: a horizontal bar, low to high, with three labels under it.
+function drawLegendBelow(ctx, h, L, ink) {
+  ctx.font = `11px ${L.family}`;
+  ctx.textBaseline = "middle";
+  const y = L.legendY;
+  if (h.kind === "mask") {
+    let x = L.left;
+    for (const [name, rgb] of [["may attend", MASK.on], ["blocked", MASK.off]]) {
+      ctx.fillStyle = `rgb(${rgb.join(",")})`;
+      ctx.fillRect(x, y + 4, 12, 12);
+      ctx.fillStyle = ink;
+      ctx.textAlign = "left";
+      ctx.fillText(name, x + 16, y + 10);
+      x += 16 + ctx.measureText(name).width + 14;
+    }
+    return;
+  }
+  const barW = L.legendBar;
+  const lut = TABLES[h.kind] || TABLES.diverging;
+  for (let x = 0; x < barW; x++) {
+    const t = Math.round((x / (barW - 1)) * 255) * 3;
+    ctx.fillStyle = `rgb(${lut[t]},${lut[t + 1]},${lut[t + 2]})`;
+    ctx.fillRect(L.left + x, y, 1, 10);
+  }
+  const [lo, hi] = h.kind === "weights" ? [0, 1] : [-h.maxAbs, h.maxAbs];
+  ctx.fillStyle = ink;
+  [[lo, 0, "left"], [(lo + hi) / 2, barW / 2, "center"], [hi, barW, "right"]].forEach(([v, x, align]) => {
+    ctx.textAlign = align;
+    ctx.fillText(readable(v, 2), L.left + x, y + 22);
   });
 }
 

@@ -63,7 +63,10 @@ for n, p in enumerate(mistakes):
     st.subheader(p.name)
     st.markdown(ui.plain(p.what_goes_wrong))
     st.code(p.code, language="python", wrap_lines=True)
-    left, middle, right = st.columns([5, 5, 3])
+    # the two matrices side by side, each half the page (at 1024 px an output's 16 columns keep 12 px cells), and
+    # the invariants under them
+    left, middle = st.columns(2)
+    right = st.container()
     what = "output" if p.shown == "output" else f"head {head + 1} weights"
     draw(correct.matrix(p.shown, head), p.shown, f"Correct: {what}", f"pf:ok:{n}", left)
     if p.weights.dim() == 4:

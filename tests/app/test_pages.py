@@ -333,7 +333,7 @@ def test_cross_empty_second_sentence_is_refused():
 
 def marks(at: AppTest) -> list[str]:
     """Every match mark on the page: summary column, per-value columns, expander labels, the verdict's icon."""
-    cells = [str(x) for d in at.dataframe for x in d.value.to_numpy().ravel()]
+    cells = [str(x) for d in (*at.dataframe, *at.table) for x in d.value.to_numpy().ravel()]
     labels = [e.label for e in at.expander] + [a.icon for a in (*at.success, *at.error)]
     return [t[0] for t in cells + labels if t[:1] in (OK, BAD)]
 
@@ -344,7 +344,7 @@ def test_tutorials_every_preset_matches(name):
     at = run_widget(at, "selectbox", "w:preset", name)
     preset = presets.PRESETS[name]
     assert at.subheader[0].value == preset.source.title
-    summary = next(d.value for d in at.dataframe if "printed as" in d.value.columns)
+    summary = next(d.value for d in at.table if "printed as" in d.value.columns)
     assert list(summary["printed as"]) == [c.label for c in preset.checks]
     assert list(summary["match"]) == [f"{OK} yes"] * len(preset.checks)
     assert BAD not in marks(at) and OK in marks(at)
@@ -357,7 +357,7 @@ def test_tutorials_every_preset_matches(name):
 
 def test_tutorials_shape_checks_show_shapes():
     at = page("tutorials", preset="spelled-out-multi-head")
-    summary = next(d.value for d in at.dataframe if "printed as" in d.value.columns)
+    summary = next(d.value for d in at.table if "printed as" in d.value.columns)
     assert list(summary["printed"]) == ["shape (24, 512)", "shape (24, 4096)"]
     assert list(summary["computed"]) == ["shape (24, 512)", "shape (24, 4096)"]
     _, cols = labels(at, "Output vectors")
@@ -385,4 +385,4 @@ def test_tutorials_bad_link_opens_the_default_with_a_warning():
     at = page("tutorials", preset="nope")
     assert at.selectbox(key="w:preset").value == "raschka-self-attention"
     assert len(at.warning) == 1 and "preset" in at.warning[0].value
-    assert list(next(d.value for d in at.dataframe if "match" in d.value.columns)["match"]) == [f"{OK} yes"] * 7
+    assert list(next(d.value for d in at.table if "match" in d.value.columns)["match"]) == [f"{OK} yes"] * 7

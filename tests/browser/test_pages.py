@@ -226,7 +226,9 @@ def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, n
 LEGEND_PIXELS_JS = """() => [...document.querySelectorAll('.al-heatmap[data-drawn]')].map(root => {
   const L = root.alState.layout, dpr = window.devicePixelRatio || 1;
   const ctx = root.querySelector('canvas').getContext('2d');
-  return [...ctx.getImageData(Math.round((L.left + L.plotW + 18) * dpr), Math.round((L.top + 20) * dpr), 1, 1).data];
+  // the bar's high end: the top of a bar beside the plot, the right end of one below it
+  const [x, y] = L.legend === 'right' ? [L.legendX + 6, L.legendY + 4] : [L.legendX + L.legendBar - 3, L.legendY + 5];
+  return [...ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data];
 })"""
 
 
