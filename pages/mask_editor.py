@@ -60,8 +60,8 @@ ui.explain(
     "Save mask.json (the mask and the sentence); run in its folder, this command recomputes these weights, "
     "in bash, PowerShell or cmd.exe alike."
 )
-d1, d2 = st.columns([1, 4])
-d1.download_button(
+row = st.container(horizontal=True, vertical_alignment="center")  # the button as wide as its label
+row.download_button(
     "mask.json",
     experiments.mask_json(result.mask, result.tokens, config=result.config),
     file_name="mask.json",
@@ -71,5 +71,5 @@ d1.download_button(
     icon=":material/download:",
 )
 # the sentence travels in mask.json: every argument is a flag, a number or a choice, so no shell needs quotes
-d2.code(" ".join(["python", "-m", "attention", *experiments.cli_args(result.config, "mask.json")]), language="bash")
+row.code(" ".join(["python", "-m", "attention", *experiments.cli_args(result.config, "mask.json")]), language="bash")
 ui.finish()

@@ -74,9 +74,11 @@ for col, result, title, key in (
     entropy, top = experiments.mean_row_stats(result.weights[head], result.mask)
     ui.heatmap(result.weights[head], tok, tok, title=title, kind="weights", blocked=result.mask,
                key=key, container=col)  # fmt: skip
-    m1, m2 = col.columns(2)
-    m1.metric("Mean row entropy (nats)", f"{entropy:.3f}")
-    m2.metric("Mean largest weight", f"{top:.3f}")
+    # each metric as wide as its label, side by side where they fit and one under the other where they do not (a
+    # quarter of a projector's 1024 px cut the label)
+    metrics = col.container(horizontal=True)
+    metrics.metric("Mean row entropy (nats)", f"{entropy:.3f}", width="content")
+    metrics.metric("Mean largest weight", f"{top:.3f}", width="content")
 left.caption("The weights as the other pages compute them: omega / √d_k.")
 right.caption("The same scores divided by your τ instead.")
 ui.finish()

@@ -423,3 +423,35 @@ def test_every_page_in_the_dark_theme(browser, app_url, page_errors, shoot, path
         shoot(dark, f"dark_{path}")
     finally:
         context.close()
+
+
+# --------------------------------------------------------------------------- a projector's 1024 x 768
+
+# Elements of the main area that are cut: visible, wider inside than their box and not letting it spill (a scroll
+# bar or an ellipsis). A collapsed expander's content is not shown, so not counted; KaTeX's 2 px of slack is.
+CLIPPED_JS = """() => [...document.querySelectorAll('[data-testid=stMain] *')].filter(e => {
+  if (e.offsetParent === null || e.clientWidth < 30 || e.closest('details:not([open])')) return false;
+  return e.scrollWidth > e.clientWidth + 4 && getComputedStyle(e).overflowX !== 'visible';
+}).map(e => `${e.getAttribute('data-testid') || e.tagName}: ${e.scrollWidth} > ${e.clientWidth}: `
+  + e.innerText.slice(0, 60))"""
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_is_readable_on_a_projector(page, app_url, page_errors, path):
+    """At 1024 x 768 with the sidebar open: every heatmap of up to 16 columns keeps cells of at least 12 px, every
+    label at least 10 px, and nothing in the main area is cut or hidden behind a sideways scroll bar."""
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_page(page, app_url, path)
+    wait_for_charts(page)
+    page.wait_for_timeout(300)  # let every chart lay out at this width
+    sizes = page.locator(".al-heatmap").evaluate_all(
+        "els => els.map(e => ({title: e.dataset.title, cols: +e.dataset.cols, cell: +e.dataset.cellPx,"
+        " label: +e.dataset.labelPx}))"
+    )
+    assert sizes, "no heatmap"
+    small = [s for s in sizes if s["cols"] <= 16 and s["cell"] < 12]
+    assert small == [], small
+    assert all(s["label"] >= 10 for s in sizes), sizes
+    assert page.evaluate(CLIPPED_JS) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scrolling
+    assert_clean(page, page_errors, EXPECTED_ERRORS.get(path, 0))
