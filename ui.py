@@ -107,6 +107,7 @@ PARAMS: dict[str, Param] = {
     "head": Param("int", 0, 0, 15),
     "step": Param("int", 0, 0, len(STAGES) - 1),
     "stepmode": Param("bool", False),
+    "present": Param("bool", False),  # presenter mode: no sidebar, larger type, for a projector
     "preset": Param("choice", next(iter(presets.PRESETS)), choices=tuple(presets.PRESETS)),  # Tutorials page
     "headview": Param("choice", "weights", choices=("weights", "omega")),  # what the per-head heatmaps show
 }
@@ -130,6 +131,7 @@ LABELS = {
     "out_proj": "Output projection",
     "bias": "q/k/v bias",
     "stepmode": "Step-by-step mode",
+    "present": "Presenter mode",
     "preset": "Tutorial preset",
     "headview": "Per-head heatmaps show",
 }
@@ -268,9 +270,34 @@ def ensure_frame() -> None:
     st.rerun()
 
 
+# Presenter mode: the sidebar (and so the controls) hidden, all type a quarter larger (Streamlit sizes its text in
+# rem, and the heatmaps scale their labels with the root font size), for a projector at the back of a room.
+PRESENTER_CSS = """<style>
+html { font-size: 20px; }
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {
+  display: none !important;
+}
+</style>"""
+
+
+def presenter_toggle() -> bool:
+    """The presenter-mode switch, in the URL as present=true: in the sidebar normally; at the top of the page while
+    on, since the sidebar is hidden then. Returns whether it is on."""
+    on = bool(get("present"))
+    help_text = "For a projector: hides the controls and enlarges the type. In the link as present=true."
+    if on:
+        st.html(PRESENTER_CSS)
+        toggle("present", container=st, help=help_text)
+    else:
+        toggle("present", container=st.sidebar, help=help_text)
+    return on
+
+
 def show_url_warnings() -> None:
-    """Call first on every page: runs it inside the frame, then warns about unusable link values."""
+    """Call first on every page: runs it inside the frame, offers presenter mode, then warns about unusable link
+    values."""
     ensure_frame()
+    presenter_toggle()
     bad = st.session_state.get("_url_warnings") or []
     if bad:
         # unknown keys are the link's own text: shown shortened and inert, never as Markdown or HTML

@@ -127,21 +127,23 @@ function layout(root, state) {
   const family = style.fontFamily || "sans-serif";
   const width = Math.max(root.clientWidth, 120);
   const probe = state.probe || (state.probe = document.createElement("canvas").getContext("2d"));
-  const titleSize = h.titleSize || 14;
+  // type follows the page's root font size (presenter mode enlarges it): 1 at Streamlit's 16 px
+  const scale = parseFloat(getComputedStyle(document.documentElement).fontSize) / 16 || 1;
+  const titleSize = (h.titleSize || 14) * scale;
   const titleH = h.title ? Math.round(titleSize * 1.6) : 0;
-  const plotH = h.plotHeight;
+  const plotH = h.plotHeight * scale; // taller rows for larger type
   const cellH = plotH / h.r;
   // labels: 12 px where every one fits, never under 10 px; thinned to every k-th where they do not fit
-  const rowFont = Math.max(10, Math.min(12, Math.floor(cellH * 0.85)));
+  const rowFont = Math.max(10 * scale, Math.min(12 * scale, Math.floor(cellH * 0.85)));
   const rowStep = stride(cellH, rowFont * 1.15);
   probe.font = `${rowFont}px ${family}`;
   let rowW = 0;
   for (let i = 0; i < h.r; i += rowStep) rowW = Math.max(rowW, Math.min(probe.measureText(h.rows[i]).width, LABEL_LIMIT));
   let legendW = 0;
   if (h.legend) {
-    probe.font = `11px ${family}`;
+    probe.font = `${11 * scale}px ${family}`;
     const texts = h.kind === "mask" ? ["may attend"] : h.kind === "weights" ? ["1.00"] : [readable(-h.maxAbs, 2)];
-    legendW = Math.ceil(Math.max(...texts.map((t) => probe.measureText(t).width))) + 34;
+    legendW = Math.ceil(Math.max(...texts.map((t) => probe.measureText(t).width))) + 34 * scale;
   }
   const left = Math.ceil(rowW) + 8;
   // a narrow column (a projector, three charts side by side) moves the colour bar under the plot when that is
@@ -150,19 +152,19 @@ function layout(root, state) {
   const below = h.legend && !beside;
   const plotW = Math.max(width - left - (beside ? legendW : 0) - 4, 20);
   const cellW = plotW / h.c;
-  const colFont = Math.max(10, Math.min(12, Math.floor(cellW * 0.75)));
+  const colFont = Math.max(10 * scale, Math.min(12 * scale, Math.floor(cellW * 0.75)));
   const colStep = stride(cellW, colFont * 1.5); // slanted 45°: baselines 1.5 font sizes apart
   probe.font = `${colFont}px ${family}`;
   let colW = 0;
   for (let j = 0; j < h.c; j += colStep) colW = Math.max(colW, Math.min(probe.measureText(h.cols[j]).width, LABEL_LIMIT));
   const bottom = Math.ceil(colW * Math.SQRT1_2 + colFont) + 6;
-  const legendH = below ? 34 : 0;
+  const legendH = below ? 34 * scale : 0;
   const height = titleH + plotH + bottom + legendH;
   // the colour bar's place: beside the plot its top is the high end; below it, low runs left to high at the right
   const legendBar = below ? Math.max(Math.min(plotW, 180), 60) : 12;
   const legendX = beside ? left + plotW + 12 : left;
   const legendY = beside ? titleH : titleH + plotH + bottom + 2;
-  return { family, width, height, titleH, titleSize, left, top: titleH, plotW, plotH, cellW, cellH,
+  return { family, scale, width, height, titleH, titleSize, left, top: titleH, plotW, plotH, cellW, cellH,
            rowFont, rowStep, colFont, colStep, legendW, labelPx: Math.min(rowFont, colFont),
            legend: beside ? "right" : below ? "below" : "none", legendX, legendY, legendBar };
 }
@@ -229,7 +231,7 @@ function draw(root, state) {
   // numbers in the cells, where the matrix is small and they fit
   if (h.annotate) {
     const longest = Math.max(4, readable(h.maxAbs, 2).length + 1);
-    const size = Math.min(13, L.cellW / (0.6 * longest + 0.4), L.cellH * 0.6);
+    const size = Math.min(13 * L.scale, L.cellW / (0.6 * longest + 0.4), L.cellH * 0.6);
     if (size >= 7) {
       ctx.font = `${size}px ${L.family}`;
       ctx.textAlign = "center";
@@ -257,7 +259,7 @@ function draw(root, state) {
 function drawLegend(ctx, h, L, ink) {
   if (L.legend === "below") return drawLegendBelow(ctx, h, L, ink);
   const x = L.legendX;
-  ctx.font = `11px ${L.family}`;
+  ctx.font = `${11 * L.scale}px ${L.family}`;
   ctx.textAlign = "left";
   ctx.fillStyle = ink;
   if (h.kind === "mask") {
@@ -287,7 +289,7 @@ function drawLegend(ctx, h, L, ink) {
 
 // The colour key under the plot, for narrow columns: a horizontal bar, low to high, with three labels under it.
 function drawLegendBelow(ctx, h, L, ink) {
-  ctx.font = `11px ${L.family}`;
+  ctx.font = `${11 * L.scale}px ${L.family}`;
   ctx.textBaseline = "middle";
   const y = L.legendY;
   if (h.kind === "mask") {

@@ -188,3 +188,16 @@ def test_a_malformed_link_opens_the_defaults_with_a_warning(params: dict, named:
     at.slider(key="w:seed").set_value(8).run()
     assert not at.exception and not at.warning
     assert_shows_compute(at)
+
+
+def test_presenter_mode_is_one_switch_in_the_link() -> None:
+    at = app(present="true")
+    assert not at.exception
+    assert at.toggle(key="w:present").value is True
+    assert "w:present" not in [t.key for t in at.sidebar.toggle]  # on the page, as the sidebar is hidden
+    styles = [h.proto.body for h in at.get("html") if "font-size: 20px" in h.proto.body]
+    assert len(styles) == 1 and "stSidebar" in styles[0]
+    at.toggle(key="w:present").set_value(False).run()
+    assert "present" not in at.query_params
+    assert "w:present" in [t.key for t in at.sidebar.toggle]
+    assert not [h for h in at.get("html") if "font-size: 20px" in h.proto.body]

@@ -455,3 +455,24 @@ def test_every_page_is_readable_on_a_projector(page, app_url, page_errors, path)
     assert page.evaluate(CLIPPED_JS) == []
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scrolling
     assert_clean(page, page_errors, EXPECTED_ERRORS.get(path, 0))
+
+
+def test_presenter_mode_hides_the_controls_and_enlarges_the_type(page, app_url, page_errors):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    open_page(page, app_url, "masks", "present=true&mask=causal")
+    wait_for_charts(page)
+    page.wait_for_timeout(300)
+    assert not page.locator('[data-testid="stSidebar"]').is_visible()
+    assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "20px"
+    labels = page.locator(".al-heatmap").evaluate_all("els => els.map(e => +e.dataset.labelPx)")
+    assert labels and min(labels) >= 12.5, labels  # the heatmaps' labels grow with the type
+    assert page.evaluate(CLIPPED_JS) == []
+    # the switch is on the page while the sidebar is hidden; turning it off brings the controls back
+    switch = page.locator('[data-testid="stMain"]').get_by_role("switch", name=re.compile("presenter", re.I))
+    switch.focus()
+    page.keyboard.press("Space")
+    page.wait_for_function("() => !new URLSearchParams(location.search).has('present')")
+    settle(page)
+    assert page.locator('[data-testid="stSidebar"]').is_visible()
+    assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "16px"
+    assert_clean(page, page_errors)
