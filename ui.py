@@ -86,7 +86,8 @@ class Param:
 SENTENCE_B = "The chef prepared a delicious meal"
 PARAMS: dict[str, Param] = {
     "sentence": Param("text", RASCHKA_SENTENCE),
-    "cross": Param("text", "and it was served with wine"),
+    # longer than the default sentence, so cross-attention opens on a rectangular omega (6 queries x 9 keys)
+    "cross": Param("text", "and it was served with a glass of wine"),
     "d_model": Param("int", 16, 2, 256),
     "d_k": Param("int", 24, 1, 256),
     "d_v": Param("int", 28, 1, 256),
@@ -191,6 +192,7 @@ def init_state() -> None:
     if ss.get("_state_ready"):
         return
     bad = []
+    touched = set()
     for name, p in PARAMS.items():
         ss["p:" + name] = p.default
         values = st.query_params.get_all(name)
@@ -198,8 +200,10 @@ def init_state() -> None:
             continue
         try:
             ss["p:" + name] = _parse(name, values[-1])
+            touched.add(name)
         except (ValueError, OverflowError):
             bad.append(name)
+    ss["_touched"] = touched  # set by the link or by the user: a page's own defaults leave these alone
     unknown = [k for k in st.query_params.keys() if k not in PARAMS]
     ss["_url_warnings"] = bad + unknown
     ss["_state_ready"] = True
@@ -209,9 +213,33 @@ def get(name: str) -> Any:
     return st.session_state.get("p:" + name, PARAMS[name].default)
 
 
-def put(name: str, value: Any) -> None:
+def put(name: str, value: Any, *, touched: bool = True) -> None:
+    """Set a parameter; touched (the default: a person or a link chose it) keeps pages' defaults off it."""
     st.session_state["p:" + name] = value
     st.session_state["_url_synced"] = False  # the next chart writes the URL first
+    if touched:
+        st.session_state.setdefault("_touched", set()).add(name)
+
+
+def default(name: str) -> Any:
+    """The parameter's default on this page: the page's own (see `page_defaults`), else the declared one."""
+    return st.session_state.get("_page_defaults", {}).get(name, PARAMS[name].default)
+
+
+def page_defaults(**values: Any) -> None:
+    """A page's own defaults, so that it opens on its lesson (Masks on a causal mask, Multi-head on four heads).
+
+    Parameters nobody has set (not in the link, not moved by the user) take them on this page, and go back to the
+    declared defaults on a page without them. A link writes every value that differs from its page's default, so
+    it reopens exactly the view it was copied from.
+    """
+    ss = st.session_state
+    before = ss.get("_page_defaults", {})
+    ss["_page_defaults"] = values
+    touched = ss.get("_touched", set())
+    for name in set(before) | set(values):
+        if name not in touched:
+            put(name, values.get(name, PARAMS[name].default), touched=False)
 
 
 def _linkable(name: str, raw: str) -> bool:
@@ -239,7 +267,7 @@ def sync_url() -> None:
     Values a link could not carry (a 100,000-character paste, an empty sentence) are left out, and so are
     the longest texts when the link would pass URL_MAX: their names go to session_state["_url_left_out"].
     """
-    wanted = {n: _format(get(n)) for n, p in PARAMS.items() if get(n) != p.default}
+    wanted = {n: _format(get(n)) for n in PARAMS if get(n) != default(n)}
     wanted = {n: v for n, v in wanted.items() if _linkable(n, v)}
     left_out = []
     longest_first = sorted((n for n in _LONG_PARAMS if n in wanted), key=lambda n: -len(urllib.parse.quote(wanted[n])))
@@ -293,10 +321,11 @@ def presenter_toggle() -> bool:
     return on
 
 
-def show_url_warnings() -> None:
-    """Call first on every page: runs it inside the frame, offers presenter mode, then warns about unusable link
-    values."""
+def show_url_warnings(**defaults: Any) -> None:
+    """Call first on every page: runs it inside the frame, applies the page's own defaults (see `page_defaults`),
+    offers presenter mode, then warns about unusable link values."""
     ensure_frame()
+    page_defaults(**defaults)
     presenter_toggle()
     bad = st.session_state.get("_url_warnings") or []
     if bad:
@@ -353,7 +382,9 @@ def slider(name: str, container: Any = None, *, top: int | None = None, **kw: An
     lo, hi = (int(p.lo), int(p.hi)) if p.kind == "int" else (p.lo, p.hi)
     if top is not None:
         hi = max(min(hi, int(top)), lo + 1)
-        put(name, min(max(get(name), lo), hi))
+        clamped = min(max(get(name), lo), hi)
+        if clamped != get(name):
+            put(name, clamped, touched=False)  # kept in range, not chosen
     if name == "dropout":
         kw.setdefault("step", 0.01)
     return _widget("slider", name, lo, hi, container=container, **kw)
@@ -615,6 +646,8 @@ def heatmap_payload(
     selectable: bool = False,
     legend: bool = True,
     max_abs: float | None = None,
+    top: float = 1.0,
+    row_labels: bool = True,
 ) -> bytes:
     """The bytes the heatmap component draws: a uint32 header length, a JSON header (title, labels, colour scale),
     the (rows, cols) values as little-endian float32 row by row, then one byte a cell (1 = blocked) if any is.
@@ -640,6 +673,8 @@ def heatmap_payload(
         "rows": list(rows),
         "cols": list(cols),
         "maxAbs": largest_abs(matrix, blocked) if max_abs is None else float(max_abs),
+        "top": float(top),
+        "rowLabels": row_labels,  # weights: the colour scale runs from 0 to this (1 unless small multiples share less)
         "annotate": annotate,
         "selectable": selectable,
         "legend": legend,
@@ -698,6 +733,8 @@ def heatmap(
     annotate: bool | None = None,
     legend: bool = True,
     max_abs: float | None = None,
+    top: float = 1.0,
+    row_labels: bool = True,
 ) -> int | None:
     """A labelled heatmap of a (rows, cols) matrix; returns the row just clicked when selectable (else None).
 
@@ -705,14 +742,16 @@ def heatmap(
     or 'mask' (booleans). blocked: a (rows, cols) bool tensor, True where a query may
     attend; the other cells show grey with −∞. Matrices up to 16 x 16 print their values
     unless annotate is False (small multiples, narrow columns: the values stay in the hover readout).
-    Small multiples share one colour scale: max_abs sets the diverging scale's ends (±max_abs) for all
-    of them, and legend=False leaves the colour bar to one caption beside them.
+    Small multiples share one colour scale: max_abs sets the diverging scale's ends (±max_abs), top the weights
+    scale's (0 to top, so near-uniform weights are not one flat block), for all of them, and legend=False leaves
+    the colour bar to one caption beside them; row_labels=False leaves the row labels to the first of a row of
+    small multiples (the hover readout still names the rows).
     """
     r, c = matrix.shape
     annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX and annotate is not False
     payload = heatmap_payload(
         matrix.float() if kind == "mask" else matrix, rows, cols, title=title, kind=kind, blocked=blocked,
-        annotate=annotate, selectable=selectable, legend=legend, max_abs=max_abs,
+        annotate=annotate, selectable=selectable, legend=legend, max_abs=max_abs, top=top, row_labels=row_labels,
     )  # fmt: skip
     if not st.session_state.get("_url_synced"):
         sync_url()  # as `chart` does: the address is up to date before the run's first figure

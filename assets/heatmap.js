@@ -68,6 +68,7 @@ function paint(h, values, blocked, px) {
   const lut = TABLES[h.kind] || TABLES.diverging;
   const weights = h.kind === "weights";
   const m = h.maxAbs > 0 ? h.maxAbs : 1;
+  const top = h.top > 0 ? h.top : 1; // weights: 0 to 1, or to the largest weight shown (small multiples)
   for (let k = 0; k < n; k++) {
     const v = values[k];
     if ((blocked !== null && blocked[k] === 1) || !(v === v) || v === Infinity || v === -Infinity) {
@@ -75,7 +76,7 @@ function paint(h, values, blocked, px) {
       px[4 * k + 1] = off[1];
       px[4 * k + 2] = off[2];
     } else {
-      let t = weights ? v : (v + m) / (2 * m);
+      let t = weights ? v / top : (v + m) / (2 * m);
       t = t < 0 ? 0 : t > 1 ? 1 : t;
       const i = Math.round(t * 255) * 3;
       px[4 * k] = lut[i];
@@ -138,14 +139,20 @@ function layout(root, state) {
   const rowStep = stride(cellH, rowFont * 1.15);
   probe.font = `${rowFont}px ${family}`;
   let rowW = 0;
-  for (let i = 0; i < h.r; i += rowStep) rowW = Math.max(rowW, Math.min(probe.measureText(h.rows[i]).width, LABEL_LIMIT));
+  const rowLabels = h.rowLabels !== false; // small multiples after the first of a row share its row labels
+  for (let i = 0; rowLabels && i < h.r; i += rowStep) {
+    rowW = Math.max(rowW, Math.min(probe.measureText(h.rows[i]).width, LABEL_LIMIT));
+  }
   let legendW = 0;
   if (h.legend) {
     probe.font = `${11 * scale}px ${family}`;
     const texts = h.kind === "mask" ? ["may attend"] : h.kind === "weights" ? ["1.00"] : [readable(-h.maxAbs, 2)];
     legendW = Math.ceil(Math.max(...texts.map((t) => probe.measureText(t).width))) + 34 * scale;
   }
-  const left = Math.ceil(rowW) + 8;
+  // without row labels, room on the left for the first slanted column label (it leans left of its column)
+  probe.font = `${12 * scale}px ${family}`;
+  const lean = Math.min(probe.measureText(h.cols[0] || "").width, LABEL_LIMIT) * Math.SQRT1_2;
+  const left = rowLabels ? Math.ceil(rowW) + 8 : Math.ceil(Math.max(lean - 4, 2));
   // a narrow column (a projector, three charts side by side) moves the colour bar under the plot when that is
   // what keeps the cells at least 12 px wide
   const beside = h.legend && (width - left - legendW - 4) / h.c >= 12;
@@ -215,7 +222,7 @@ function draw(root, state) {
   ctx.font = `${L.rowFont}px ${L.family}`;
   ctx.textAlign = "right";
   ctx.fillStyle = ink;
-  for (let i = 0; i < h.r; i += L.rowStep) {
+  for (let i = 0; h.rowLabels !== false && i < h.r; i += L.rowStep) {
     ctx.fillText(ellipsis(ctx, h.rows[i], LABEL_LIMIT), L.left - 5, L.top + (i + 0.5) * L.cellH);
   }
   // column labels, slanted 45° like the tutorials' plots
@@ -241,7 +248,7 @@ function draw(root, state) {
           const isBlocked = blocked !== null && blocked[k] === 1;
           const v = values[k];
           let dark;
-          if (h.kind === "weights") dark = isBlocked ? false : v < 0.5;
+          if (h.kind === "weights") dark = isBlocked ? false : v < 0.5 * (h.top || 1);
           else if (h.kind === "mask") dark = !isBlocked && v > 0.5;
           else dark = !isBlocked && Math.abs(v) > 0.6 * h.maxAbs;
           ctx.fillStyle = dark ? "#ffffff" : "#000000";
@@ -279,7 +286,7 @@ function drawLegend(ctx, h, L, ink) {
     ctx.fillStyle = `rgb(${lut[t]},${lut[t + 1]},${lut[t + 2]})`;
     ctx.fillRect(x, L.top + y, 12, 1);
   }
-  const [lo, hi] = h.kind === "weights" ? [0, 1] : [-h.maxAbs, h.maxAbs];
+  const [lo, hi] = h.kind === "weights" ? [0, h.top || 1] : [-h.maxAbs, h.maxAbs];
   ctx.fillStyle = ink;
   ctx.textBaseline = "middle";
   [[hi, 0], [(lo + hi) / 2, barH / 2], [lo, barH]].forEach(([v, y]) => {
@@ -311,7 +318,7 @@ function drawLegendBelow(ctx, h, L, ink) {
     ctx.fillStyle = `rgb(${lut[t]},${lut[t + 1]},${lut[t + 2]})`;
     ctx.fillRect(L.left + x, y, 1, 10);
   }
-  const [lo, hi] = h.kind === "weights" ? [0, 1] : [-h.maxAbs, h.maxAbs];
+  const [lo, hi] = h.kind === "weights" ? [0, h.top || 1] : [-h.maxAbs, h.maxAbs];
   ctx.fillStyle = ink;
   [[lo, 0, "left"], [(lo + hi) / 2, barW / 2, "center"], [hi, barW, "right"]].forEach(([v, x, align]) => {
     ctx.textAlign = align;

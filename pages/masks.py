@@ -11,7 +11,7 @@ st.caption(
     "A mask decides which keys each query may see: blocked scores become −∞ before the softmax, "
     "so their weights are exactly zero; dropout then zeroes random weights while training."
 )
-ui.show_url_warnings()
+ui.show_url_warnings(mask="causal")  # opens on the lesson: a mask that hides the future
 ui.controls(["sentence", "d_k", "heads", "seed"])
 
 tokens = ui.tokens_or_stop()  # a paste over ui.MAX_CHARS is refused before it is split

@@ -1,6 +1,7 @@
 """Multi-head: one small heatmap per head, both head layouts, the concatenation, the output projection, the shapes."""
 
 import dataclasses
+import math
 
 import pandas as pd
 import streamlit as st
@@ -20,8 +21,10 @@ st.caption(
     "Several heads attend in parallel, each with its own queries, keys and values; their context vectors "
     "are concatenated side by side and, optionally, mixed back to d_model by an output projection."
 )
-ui.show_url_warnings()
-ui.controls(["sentence", "d_model", "layout", "heads", "d_k", "d_v", "seed", "mask", "padding", "window"])
+# opens on four heads with nn.Linear's signed weights: Raschka's all-positive torch.rand weights make every head
+# attend alike, and the lesson is that heads differ
+ui.show_url_warnings(heads=4, init="linear")
+ui.controls(["sentence", "d_model", "layout", "heads", "d_k", "d_v", "init", "seed", "mask", "padding", "window"])
 c1, c2 = st.columns(2)
 view = ui.radio("headview", container=c1)
 ui.toggle("out_proj", container=c2, help="Multiply the concatenated heads by W_out (as nn.MultiheadAttention does).")
@@ -62,15 +65,20 @@ else:
 per_row = min(shown, PER_ROW)
 # one colour scale for every head, so the same shade means the same number in each; its key is one line
 scale_max = max(ui.largest_abs(m) for m in matrices[:shown])
+# weights run from 0 to the largest one shown (rounded up), not to 1: heads with soft, near-uniform weights would
+# otherwise be one flat block of purple, their differences invisible
+top = min(1.0, math.ceil(scale_max * 100) / 100) if view == "weights" else 1.0
 if shown > 1:
     ui.explain(
-        "Colours: dark purple 0 to yellow 1, the same in every head; hover a cell for its value."
+        f"Colours: dark purple 0 to yellow {top:.2f} (the largest weight here), the same in every head; "
+        "hover a cell for its value."
         if view == "weights"
         else f"Colours: blue negative, orange positive, from −{scale_max:.4g} to {scale_max:.4g} in every head; "
         "hover a cell for its value."
     )
 for start in range(0, shown, per_row):
-    cols = st.columns(per_row)
+    # the first of a row also holds the row labels: a little wider, so its cells match the others'
+    cols = st.columns([1.4] + [1] * (per_row - 1)) if per_row > 1 else st.columns(1)
     for i in range(start, min(start + PER_ROW, shown)):
         ui.heatmap(
             matrices[i],
@@ -84,6 +92,8 @@ for start in range(0, shown, per_row):
             annotate=per_row <= 2,  # small multiples keep their values in the tooltip
             legend=shown == 1,
             max_abs=scale_max,
+            top=top,
+            row_labels=i == start,  # the heads of a row share their rows' labels: more width for the cells
         )
 if shown < h:
     megabytes = h * len(tok) * len(keys) * 5 / 1e6

@@ -64,7 +64,7 @@ def run_widget(at: AppTest, kind: str, key: str, value) -> AppTest:
 
 
 def test_masks_defaults_show_omega_mask_masked_scores_and_weights():
-    at = page("masks")
+    at = page("masks")  # the page opens on its lesson: a causal mask
     assert [t.value for t in at.title] == ["Masks and dropout"]
     shown = charts(at)
     assert set(shown) == {
@@ -75,8 +75,9 @@ def test_masks_defaults_show_omega_mask_masked_scores_and_weights():
         "Weights before dropout",
         "Weights after dropout p = 0.00",
     }
-    assert blocked(shown["Softmax weights"]) == 0
-    assert shown["Mask (1 = may attend)"]["value"].eq(1).all()
+    assert blocked(shown["Softmax weights"]) == 15  # the future of each of 6 tokens: 5 + 4 + 3 + 2 + 1
+    assert at.selectbox(key="w:mask").value == "causal"
+    assert "mask" not in at.query_params  # the page's default: a link need not say it
     assert not at.warning and not at.error
     # the Raschka numbers: query "is" against key "dessert"
     omega = shown["Omega = Q Kᵀ"].set_index(["i", "j"])["value"]
@@ -85,7 +86,7 @@ def test_masks_defaults_show_omega_mask_masked_scores_and_weights():
 
 @pytest.mark.parametrize(("mask", "n_blocked"), [("causal", 15), ("padding", 6), ("window", 21), ("custom", 15)])
 def test_masks_select_changes_the_mask_and_the_weights(mask, n_blocked):
-    at = page("masks")
+    at = page("masks", mask="none")
     before = charts(at)
     after = charts(run_widget(at, "selectbox", "w:mask", mask))
     title = f"Masked scores: omega / {24**0.5:.4g}"
@@ -178,14 +179,17 @@ def shapes(at: AppTest) -> dict[str, str]:
     return dict(zip(frame["step"], frame["here"], strict=True))
 
 
-def test_multi_head_defaults_one_head_concat_and_shapes():
-    at = page("multi_head")
+def test_multi_head_defaults_four_heads_that_differ_concat_and_shapes():
+    at = page("multi_head")  # the page opens on its lesson: four heads, each attending its own way
     shown = charts(at)
-    assert "head 1: weights" in shown and "Concatenated heads (6 × 1 · 28)" in shown
+    assert {f"head {i}: weights" for i in range(1, 5)} <= set(shown) and "Concatenated heads (6 × 4 · 28)" in shown
+    assert at.selectbox(key="w:init").value == "linear"
+    favourite = [tuple(f.loc[f.groupby("i")["value"].idxmax(), "j"]) for t, f in shown.items() if t.startswith("head")]
+    assert len(set(favourite)) == 4  # each head's most-attended key per query: four different patterns
     steps = shapes(at)
     assert steps["inputs"] == "6 × 16"
-    assert steps["scores: Q Kᵀ"] == "1 × 6 × 6"
-    assert steps["concatenate the heads"] == "6 × 28"
+    assert steps["scores: Q Kᵀ"] == "4 × 6 × 6"
+    assert steps["concatenate the heads"] == "6 × 112"
     assert not any(t.startswith("Output") for t in shown)
     assert "No output projection" in texts(at)
 
@@ -195,13 +199,14 @@ def test_multi_head_defaults_one_head_concat_and_shapes():
     [({}, 4), ({"layout": "split", "d_model": "9"}, 3), ({"layout": "split", "d_model": "10"}, 2)],
 )
 def test_multi_head_at_one_head_offers_a_head_count_that_works(params: dict, more: int):
-    at = page("multi_head", **params)
+    at = page("multi_head", heads="1", **params)
     assert "One head is plain self-attention" in texts(at)
     at.button(key="mh:more").click().run()
     assert not at.exception and not at.error
     assert at.slider(key="w:heads").value == more
     assert {f"head {i}: weights" for i in range(1, more + 1)} <= set(charts(at))
-    assert at.query_params["heads"] == str(more)
+    # the link says the head count unless it is the page's own default (4), which a link need not say
+    assert at.query_params.get("heads") == (None if more == 4 else str(more))
     assert "One head is plain self-attention" not in texts(at)
 
 
@@ -219,7 +224,7 @@ def test_multi_head_small_multiples_share_one_colour_scale(view: str):
 
 
 def test_multi_head_at_one_head_with_a_prime_split_width_offers_no_button():
-    at = page("multi_head", layout="split", d_model="7")
+    at = page("multi_head", layout="split", d_model="7", heads="1")
     assert "One head is plain self-attention" in texts(at)
     assert not [b for b in at.button if b.key == "mh:more"]
 
@@ -278,22 +283,22 @@ def test_multi_head_sliders_change_what_is_shown(key, value, title):
     before = charts(at)
     after = charts(run_widget(at, "slider", key, value))
     if title is None:  # d_v changes only the value side: the concatenation's width
-        assert f"Concatenated heads (6 × 1 · {value})" in after
+        assert f"Concatenated heads (6 × 4 · {value})" in after
     else:
         assert not same(before, after, title)
 
 
 # --------------------------------------------------------------------------- cross-attention
 
-CROSS_OMEGA = "Omega = Q Kᵀ (6 × 6)"
+CROSS_OMEGA = "Omega = Q Kᵀ (6 × 9)"  # the key/value sentence is longer: omega is not square
 
 
 def test_cross_defaults_queries_from_one_sentence_keys_from_the_other():
     at = page("cross_attention")
     rows, cols = labels(at, CROSS_OMEGA)
     assert rows == ["1 Life", "2 is", "3 short", "4 eat", "5 dessert", "6 first"]
-    assert cols == ["1 and", "2 it", "3 was", "4 served", "5 with", "6 wine"]
-    r = compute(Config(cross_sentence="and it was served with wine"))
+    assert cols == ["1 and", "2 it", "3 was", "4 served", "5 with", "6 a", "7 glass", "8 of", "9 wine"]
+    r = compute(Config(cross_sentence="and it was served with a glass of wine"))
     omega = charts(at)[CROSS_OMEGA].set_index(["i", "j"])["value"]
     assert abs(float(omega[(1, 2)]) - float(r.omega[0, 1, 2])) < 1e-4
     assert "may differ" in texts(at)
@@ -311,7 +316,7 @@ def test_cross_second_sentence_changes_the_rectangle():
 
 def test_cross_first_sentence_changes_the_rows():
     at = run_widget(page("cross_attention"), "text_area", "w:sentence", "The chef cooked")
-    rows, cols = labels(at, "Omega = Q Kᵀ (3 × 6)")
+    rows, cols = labels(at, "Omega = Q Kᵀ (3 × 9)")
     assert rows == ["1 The", "2 chef", "3 cooked"] and cols[0] == "1 and"
 
 
@@ -386,3 +391,18 @@ def test_tutorials_bad_link_opens_the_default_with_a_warning():
     assert at.selectbox(key="w:preset").value == "raschka-self-attention"
     assert len(at.warning) == 1 and "preset" in at.warning[0].value
     assert list(next(d.value for d in at.table if "match" in d.value.columns)["match"]) == [f"{OK} yes"] * 7
+
+
+def test_page_defaults_stay_on_their_page_and_links_reopen_what_they_show():
+    at = page("masks")
+    assert at.selectbox(key="w:mask").value == "causal"
+    at.switch_page("pages/self_attention.py").run()
+    assert at.selectbox(key="w:mask").value == "none"  # the self-attention page's own default
+    at.switch_page("pages/masks.py").run()
+    at = run_widget(at, "selectbox", "w:mask", "none")  # the learner's choice outlives the page's default
+    assert at.query_params["mask"] == "none"  # and the link says so, since it differs from the page's default
+    at.switch_page("pages/multi_head.py").run()
+    assert at.selectbox(key="w:mask").value == "none" and at.slider(key="w:heads").value == 4
+    again = page("masks", mask="none")  # that link opens the view it was copied from
+    assert again.selectbox(key="w:mask").value == "none"
+    assert blocked(charts(again)["Softmax weights"]) == 0
