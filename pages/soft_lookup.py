@@ -30,13 +30,16 @@ if result.has_empty_rows and bool(result.empty_rows[focus]):
 left, middle, right = st.columns([2, 3, 3])
 ui.bars(look.weights, keys, title="weights α", blocked=look.allowed, key="sl:bars", container=left)
 left.caption("How well each key matches the query, after the softmax: the bars sum to 1.")
-ui.heatmap(look.values, keys, dims, title="values v", key="sl:values", container=middle)
+# one colour scale for the values, α · v and z (± the largest |value|), so a row the weights shrink fades in the
+# picture as the caption says, instead of being stretched back to full strength by a scale of its own
+shared = ui.largest_abs(look.values)
+ui.heatmap(look.values, keys, dims, title="values v", key="sl:values", container=middle, max_abs=shared)
 middle.caption("What each key holds: its value vector.")
-ui.heatmap(look.weighted, keys, dims, title="α · v", key="sl:weighted", container=right)
-right.caption("Each value row times its bar: rows with small weights fade towards 0.")
+ui.heatmap(look.weighted, keys, dims, title="α · v", key="sl:weighted", container=right, max_abs=shared)
+right.caption("Each value row times its bar, on the values' colour scale: rows with small weights fade to 0.")
 
 ui.heatmap(look.context[None], [f"z {tok[focus]}"], dims, title="context z = Σ α · v", key="sl:context",
-           container=right)  # fmt: skip
+           container=right, max_abs=shared)  # fmt: skip
 right.caption("The column sums of α · v: a blend of the values, mostly of the best-matching keys.")
 
 with st.expander("The numbers"):

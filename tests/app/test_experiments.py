@@ -342,3 +342,13 @@ def test_a_soft_lookup_link_reopens_its_view() -> None:
     table = lookup(at)
     torch.testing.assert_close(torch.tensor(table["weight α"].tolist()), r.weights[1, 3])
     assert table["may attend"].tolist() == [True] * 4 + [False] * 2
+
+
+def test_the_soft_lookup_draws_values_and_their_weighted_rows_on_one_scale() -> None:
+    at = app("soft_lookup")
+    shown = chart_reader.headers(at)
+    ends = {shown[t]["maxAbs"] for t in ("values v", "α · v", "context z = Σ α · v")}
+    assert len(ends) == 1  # the same colour means the same number in all three
+    values, weighted = (chart_reader.heatmaps(at)[t][0] for t in ("values v", "α · v"))
+    assert ends.pop() == pytest.approx(float(values.abs().max()), rel=1e-6)
+    assert float(weighted.abs().max()) < float(values.abs().max())  # so the weighted rows draw fainter
