@@ -1,6 +1,7 @@
 """Many sessions against one `streamlit run` server: every session sees only its own numbers; latency; memory.
 
-    python benchmarks/load_test.py [--client both|ws|browser] [--sessions 20] [--duration 60] [--json FILE]
+    python benchmarks/load_test.py [--client both|ws|browser] [--sessions 20] [--duration 60] [--think 0]
+                                   [--processes N | --url URL [--server-pid PID ...]] [--json FILE]
 
 Starts `streamlit run dashboard.py` on a free loopback port and opens N sessions on the self-attention page,
 each with its own seed, sentence and mask in the URL. For --duration seconds every session moves its own
@@ -17,6 +18,17 @@ walkthrough's weights, no exception element, no lost connection. Two clients:
            other numbers for 30 s, an exception element, a connection state other than CONNECTED or a
            "Connection error" dialog is a failure.
 
+Where the sessions go:
+
+  (default)      one `streamlit run` process, started here.
+  --processes N  the deploy recipe, started here: `bash deploy/run.sh N` (N Streamlit processes behind HAProxy
+                 with sticky sessions) on free loopback ports; the sessions open the proxy's address. Each
+                 session loads its page first and sends back the cookies it was given, as a browser does, so
+                 its websocket and its downloads stay on one process. Reports how many sessions each process
+                 took (the proxy's cookie, and each process's own count of connects) and each one's CPU.
+  --url URL      a server already running there (a loopback address): one process or a proxy. Its CPU and
+                 memory are measured only for the processes given with --server-pid (each with its children).
+
 Reports p50/p95 latency, and the server's resident memory (the process and its children) after 1, 10 and
 N sessions have loaded and at the end, and the CPU the server, the browser and this client used.
 A benchmark, not a test: loopback only, bounded in sessions, time and waits; numbers depend on the machine.
@@ -26,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import random
@@ -37,7 +50,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +72,9 @@ WORDS = ("the", "chef", "prepared", "a", "delicious", "meal", "life", "is", "sho
 MASKS = ("none", "causal", "padding", "window")
 SLIDERS = {"seed": "seed", "d_k": "d_k (", "d_v": "d_v (", "heads": "heads"}  # name: aria-label prefix
 MATCH_TIMEOUT_S = 30.0
+EXPORT_TIMEOUT_S = 180.0  # how long Streamlit's frontend waits for a deferred download's file
+STICKY_COOKIE = "SRV"  # the cookie in which deploy/haproxy.cfg names a session's process
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via an HTTP(S)_PROXY
 
 # What one page shows: the cells of two heatmaps (the numbers each heatmap component drew), the walkthrough's
 # equations, and any sign of trouble.
@@ -113,6 +129,7 @@ class Session:
     failures: list[str] = field(default_factory=list)
     changes: int = 0
     console: list[str] = field(default_factory=list)  # the page's last warnings and errors (browser client)
+    replica: str = ""  # the process a sticky proxy sent it to (its cookie), "" without one
 
     def config(self) -> Config:
         p = ui.PARAMS
@@ -220,10 +237,10 @@ def tree(pids: list[int]) -> list[psutil.Process]:
     return list(found.values())
 
 
-def rss_mib(proc: subprocess.Popen) -> float:
-    """Resident memory of the server process and all its children, in MiB."""
+def rss_mib(proc: subprocess.Popen | Sequence[int]) -> float:
+    """Resident memory of the server process (or these processes) and all their children, in MiB."""
     total = 0
-    for p in tree([proc.pid]):
+    for p in tree([proc.pid] if isinstance(proc, subprocess.Popen) else list(proc)):
         try:
             total += p.memory_info().rss
         except psutil.NoSuchProcess:
@@ -273,19 +290,27 @@ class WsClient:
     """One session over Streamlit's websocket protocol, as the browser speaks it (protobuf messages).
 
     query and page open another link than the session's (the soak benchmark's heavy one); `request_file`
-    and `fetch` download what a download button offers, as a click in the browser does.
+    and `fetch` download what a download button offers, as a click in the browser does. base is the
+    server's address when it is not loopback:port (a proxy's); cookies are sent from the first request
+    on (a proxy's sticky cookie picks the process), and the ones the server sets are kept and sent back.
     """
 
-    def __init__(self, port: int, session: Session | None = None, *, query: str = "", page: str = "") -> None:
+    def __init__(self, port: int = 0, session: Session | None = None, *, query: str = "", page: str = "",
+                 base: str = "", cookies: dict[str, str] | None = None) -> None:  # fmt: skip
         import websocket
 
         self.session = session
-        self.base = f"http://{LOOPBACK}:{port}"
-        self.ws = websocket.create_connection(
-            f"ws://{LOOPBACK}:{port}/_stcore/stream", subprotocols=["streamlit"], timeout=MATCH_TIMEOUT_S
-        )
+        self.base = base.rstrip("/") or f"http://{LOOPBACK}:{port}"
         self.query = query or urllib.parse.urlsplit(session.url("")).query
         self.page = page  # a page's URL path ("masks"); "" opens the default page
+        self.cookies = dict(cookies or {})
+        # The page first, as a browser opens a link: a sticky proxy answers it with the cookie that keeps
+        # this session's websocket and its downloads on one process.
+        self.get(f"/{page}?{self.query}")
+        self.ws = websocket.create_connection(
+            "ws" + self.base.removeprefix("http") + "/_stcore/stream", subprotocols=["streamlit"],
+            timeout=MATCH_TIMEOUT_S, cookie=self.cookie_header() or None,
+        )  # fmt: skip
         self.sliders: dict[str, str] = {}  # name -> widget id
         self.requests = 0
         self.session_id = ""
@@ -351,7 +376,6 @@ class WsClient:
         """Ask for a deferred download's file as a click on its button does: the server runs the button's
         callable now and answers with the URL to fetch the file from. RuntimeError when the callable failed."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
         self.requests += 1
         msg = BackMsg()
@@ -360,6 +384,15 @@ class WsClient:
         msg.backend_operation_request.session_id = self.session_id
         msg.backend_operation_request.deferred_file.file_id = file_id
         self.ws.send_binary(msg.SerializeToString())
+        self.ws.settimeout(EXPORT_TIMEOUT_S)  # the browser waits this long for the file (Streamlit's frontend)
+        try:
+            return self._file_url(request_id)
+        finally:
+            self.ws.settimeout(MATCH_TIMEOUT_S)
+
+    def _file_url(self, request_id: str) -> str:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
         while True:
             fwd = ForwardMsg()
             fwd.ParseFromString(self.ws.recv())
@@ -373,9 +406,25 @@ class WsClient:
 
     def fetch(self, url: str) -> bytes:
         """The body at a media URL (what the browser downloads), over loopback."""
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
-        with opener.open(self.base + url, timeout=600) as response:
+        return self.get(url, timeout=EXPORT_TIMEOUT_S)
+
+    def get(self, path: str, timeout: float = MATCH_TIMEOUT_S) -> bytes:
+        """The body at a path of the server, asked with this session's cookies; keeps the cookies it sets.
+        urllib.error.HTTPError for an answer other than 2xx."""
+        request = urllib.request.Request(self.base + path, headers={"Cookie": self.cookie_header()})
+        with OPENER.open(request, timeout=timeout) as response:
+            for header in response.headers.get_all("Set-Cookie") or ():
+                name, _, value = header.split(";", 1)[0].partition("=")
+                self.cookies[name.strip()] = value.strip()
             return response.read()
+
+    def cookie_header(self) -> str:
+        return "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+
+    @property
+    def replica(self) -> str:
+        """The process a sticky proxy sent this session to (its cookie's value), "" without a proxy."""
+        return self.cookies.get(STICKY_COOKIE, "")
 
     def check(self, shown: dict) -> bool:
         problem = mismatch(shown, expected(self.session))
@@ -384,21 +433,30 @@ class WsClient:
         return problem is None
 
 
-def run_ws(args: argparse.Namespace, port: int, server: subprocess.Popen, sessions: list[Session], memory: dict):
+def run_ws(args: argparse.Namespace, port: int, server: subprocess.Popen | Sequence[int] | None,
+           sessions: list[Session], memory: dict, *, base: str = "",
+           on_loaded: Callable[[], None] | None = None):  # fmt: skip
+    """Open every session (its memory measured after 1, 10 and all), then move sliders for args.duration
+    seconds from one thread a session; on_loaded is called in between. Returns the first loads' seconds."""
     clients, loads = [], []
     for s in sessions:  # one at a time, so the memory after 1, 10 and N sessions is measurable
-        client = WsClient(port, s)
+        client = WsClient(port, s, base=base)
+        s.replica = client.replica
         seconds, shown = client.rerun()
         if client.check(shown):
             loads.append(seconds)
         clients.append(client)
-        if len(clients) in (1, 10, len(sessions)):
+        if len(clients) in (1, 10, len(sessions)) and server is not None:
             memory[f"{len(clients)} sessions loaded"] = rss_mib(server)
+    if on_loaded:
+        on_loaded()
     deadline = time.monotonic() + args.duration
 
     def drive(client: WsClient) -> None:
         s = client.session
         try:
+            # Learners do not all move in the same instant: spread the first moves over one pause.
+            time.sleep(args.think * s.rng.uniform(0, 1))
             while time.monotonic() < deadline and len(s.failures) < 3:
                 name, value = next_value(s)
                 s.values[name] = value
@@ -423,8 +481,9 @@ def run_ws(args: argparse.Namespace, port: int, server: subprocess.Popen, sessio
 # --------------------------------------------------------------------------- the browser client
 
 
-async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Popen, sessions: list[Session],
-                      memory: dict):  # fmt: skip
+async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Popen | Sequence[int] | None,
+                      sessions: list[Session], memory: dict, *,
+                      on_loaded: Callable[[], None] | None = None):  # fmt: skip
     from playwright.async_api import async_playwright
 
     loads = []
@@ -452,12 +511,16 @@ async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Po
             waited = await until_shows(page, s, timeout=90)
             if waited == waited:  # not NaN: it showed its numbers
                 loads.append(time.perf_counter() - t0)
+            s.replica = next((c["value"] for c in await context.cookies() if c["name"] == STICKY_COOKIE), "")
             pages.append(page)
-            if len(pages) in (1, 10, len(sessions)):
+            if len(pages) in (1, 10, len(sessions)) and server is not None:
                 memory[f"{len(pages)} sessions loaded"] = rss_mib(server)
+        if on_loaded:
+            on_loaded()
         deadline = time.monotonic() + args.duration
 
         async def drive(page, s: Session) -> None:
+            await asyncio.sleep(args.think * s.rng.uniform(0, 1))  # learners do not all move in the same instant
             while time.monotonic() < deadline and len(s.failures) < 3:
                 await move(page, s)
                 await asyncio.sleep(args.think * s.rng.uniform(0.5, 1.5))
@@ -472,35 +535,102 @@ async def run_browser(args: argparse.Namespace, base: str, server: subprocess.Po
 # --------------------------------------------------------------------------- one measurement
 
 
-def measure(args: argparse.Namespace, client: str) -> dict:
+@dataclass
+class Target:
+    """Where the sessions go; pids: the server's processes (measured with their children), named: each of
+    them by name (s1, s2, haproxy), replicas: each Streamlit process's own address, by name."""
+
+    base: str
+    what: str
+    stop: Callable[[], None]
+    pids: list[int] = field(default_factory=list)
+    named: dict[str, int] = field(default_factory=dict)
+    replicas: dict[str, str] = field(default_factory=dict)
+
+
+def start_target(args: argparse.Namespace) -> Target:
+    """One `streamlit run` (default), the deploy recipe (--processes N) or a running server (--url)."""
+    url, processes = getattr(args, "url", None), getattr(args, "processes", 0)
+    if url:
+        pids = list(getattr(args, "server_pid", None) or [])
+        return Target(url.rstrip("/"), f"the server at {url}", lambda: None, pids)
+    if processes:
+        recipe = live_server.start_recipe(processes, Path(args.log).with_suffix(".deploy"))
+        names = {urllib.parse.urlsplit(base).port: f"s{i}" for i, base in enumerate(recipe.replicas, 1)}
+        named = {}
+        for child in psutil.Process(recipe.proc.pid).children():
+            cmd = child.cmdline()
+            if "--server.port" in cmd:
+                named[names[int(cmd[cmd.index("--server.port") + 1])]] = child.pid
+            elif cmd and Path(cmd[0]).name == "haproxy":
+                named["haproxy"] = child.pid
+        return Target(recipe.proxy, f"{processes} streamlit processes behind HAProxy (deploy/run.sh)",
+                      lambda: live_server.stop_recipe(recipe), [recipe.proc.pid], named,
+                      dict(zip(sorted(names.values()), recipe.replicas, strict=True)))  # fmt: skip
     port = live_server.free_port()
     server = live_server.start(port, Path(args.log))
+    return Target(f"http://{LOOPBACK}:{port}", "one streamlit process", lambda: live_server.stop(server), [server.pid])
+
+
+def stcore_metric(base: str, name: str) -> float | None:
+    """One line of a Streamlit process's /_stcore/metrics (e.g. 'active_sessions'), None when absent."""
+    with OPENER.open(base + "/_stcore/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def measure(args: argparse.Namespace, client: str) -> dict:
+    target = start_target(args)
     sessions = make_sessions(args.sessions, args.seed)
-    memory: dict[str, float] = {"server started": rss_mib(server)}
+    server = target.pids or None  # without: no server processes to measure (--url without --server-pid)
+    memory: dict[str, float] = {"server started": rss_mib(server)} if server else {}
     me = psutil.Process()
+    # CPU seconds so far, by whom; "whole machine" shows what else ran on the same cores (other work).
+    groups: dict[str, Callable[[], float]] = {
+        "server": lambda: cpu_seconds(tree(target.pids)),
+        "this client": lambda: cpu_seconds([me]),
+        **{name: (lambda pid=pid: cpu_seconds(tree([pid]))) for name, pid in target.named.items()},
+        "whole machine": lambda: (t := psutil.cpu_times()).user + t.nice + t.system + t.irq + t.softirq,
+    }
+
+    def snapshot() -> tuple[float, dict[str, float]]:
+        return time.monotonic(), {k: seconds() for k, seconds in groups.items()}
+
+    marks: dict[str, tuple[float, dict[str, float]]] = {}
     try:
-        cpu0 = {"server": cpu_seconds(tree([server.pid])), "this client": cpu_seconds([me])}
-        browser0 = cpu_seconds([p for p in me.children(recursive=True) if p.pid != server.pid])
-        t0 = time.monotonic()
+        marks["start"] = snapshot()
+        ours = {p.pid for p in tree(target.pids)}
+        browser0 = cpu_seconds([p for p in me.children(recursive=True) if p.pid not in ours])
+
+        def loaded() -> None:  # every session has loaded its page: from here on they move sliders
+            marks.setdefault("loaded", snapshot())
+
         if client == "ws":
-            loads = run_ws(args, port, server, sessions, memory)
+            loads = run_ws(args, 0, server, sessions, memory, base=target.base, on_loaded=loaded)
         else:
-            loads = asyncio.run(run_browser(args, f"http://{LOOPBACK}:{port}", server, sessions, memory))
-        wall = time.monotonic() - t0
-        memory["at the end"] = rss_mib(server)
-        cpu = {
-            "server": cpu_seconds(tree([server.pid])) - cpu0["server"],
-            "this client": cpu_seconds([me]) - cpu0["this client"],
-        }
+            loads = asyncio.run(run_browser(args, target.base, server, sessions, memory, on_loaded=loaded))
+        marks["end"] = snapshot()
+        if server:
+            memory["at the end"] = rss_mib(server)
+        connects = {name: stcore_metric(base, 'session_events_total{type="connect"}')
+                    for name, base in target.replicas.items()}  # fmt: skip
+
+        def cores(a: str, b: str) -> dict[str, float]:  # cores busy on average between two marks
+            (t0, cpu0), (t1, cpu1) = marks[a], marks[b]
+            return {k: round((cpu1[k] - cpu0[k]) / (t1 - t0), 2) for k in cpu0}
+
+        busy, moving = cores("start", "end"), cores("loaded", "end")
         if client == "browser":  # the browser has exited: its CPU time is in this process's children's times
-            t = os.times()
-            cpu["chromium"] = t.children_user + t.children_system - browser0
-        cores = {k: round(v / wall, 2) for k, v in cpu.items()}  # cores busy on average, loading included
+            t, wall = os.times(), marks["end"][0] - marks["start"][0]
+            busy["chromium"] = round((t.children_user + t.children_system - browser0) / wall, 2)
     finally:
-        live_server.stop(server)
+        target.stop()
     latencies = [x for s in sessions for x in s.latencies]
     return {
         "client": client,
+        "target": target.what,
         "sessions": args.sessions,
         "duration_s": args.duration,
         "think_s": args.think,
@@ -512,7 +642,10 @@ def measure(args: argparse.Namespace, client: str) -> dict:
         "latency_max_ms": round(1000 * max(latencies)) if latencies else None,
         "first_load_p50_s": round(statistics.median(loads), 2) if loads else None,
         "rss_mib": {k: round(v, 1) for k, v in memory.items()},
-        "cpu_cores_busy": cores,
+        "cpu_cores_busy": busy,  # from the start, loading included
+        "cpu_cores_busy_moving": moving,  # while the sessions move their sliders
+        "sessions_per_process": dict(sorted(collections.Counter(s.replica for s in sessions if s.replica).items())),
+        "connects_per_process": connects,  # each Streamlit process's own count of sessions it accepted
         "load_average_1min_at_end": round(os.getloadavg()[0], 1),
         "failures": [f for s in sessions for f in s.failures],
     }
@@ -520,14 +653,18 @@ def measure(args: argparse.Namespace, client: str) -> dict:
 
 def report(r: dict) -> None:
     print(
-        f"\n== {r['client']}: {r['sessions']} sessions, {r['duration_s']:g} s of slider moves "
+        f"\n== {r['client']}: {r['sessions']} sessions on {r['target']}, {r['duration_s']:g} s of slider moves "
         f"(think time {r['think_s']:g} s), {r['cpus']} CPUs"
     )
+    if r["sessions_per_process"] or r["connects_per_process"]:
+        print(f"sessions per process: {r['sessions_per_process']} (the proxy's cookie); "
+              f"{r['connects_per_process']} (each process's connects)")  # fmt: skip
     print(f"slider changes: {r['changes']}, shown correctly: {r['changes_shown_correctly']}")
     print(f"latency p50 / p95 / max: {r['latency_p50_ms']} / {r['latency_p95_ms']} / {r['latency_max_ms']} ms")
     print(f"first load p50: {r['first_load_p50_s']} s")
     print("server RSS (MiB, process and children): " + ", ".join(f"{k}: {v}" for k, v in r["rss_mib"].items()))
     print(f"CPU cores busy (of {r['cpus']}): {r['cpu_cores_busy']}; 1-min load {r['load_average_1min_at_end']}")
+    print(f"CPU cores busy while moving: {r['cpu_cores_busy_moving']}")
     print(f"failures: {len(r['failures'])}")
     for failure in r["failures"][:20]:
         print("  " + failure)
@@ -536,7 +673,7 @@ def report(r: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--client", choices=("both", "ws", "browser"), default="both")
-    parser.add_argument("--sessions", type=int, default=20, help="sessions (default 20, at most 40)")
+    parser.add_argument("--sessions", type=int, default=20, help="sessions (default 20; at most 200, 40 browsers)")
     parser.add_argument("--duration", type=float, default=60, help="seconds of slider moves (default 60, at most 600)")
     parser.add_argument(
         "--think",
@@ -546,13 +683,30 @@ def main() -> None:
         "back to back, the heaviest load)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds the sessions' configs and moves")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--processes", type=int, default=0, help="start deploy/run.sh with N Streamlit processes behind HAProxy"
+    )
+    where.add_argument("--url", help="a server already running at this loopback address (one process or a proxy)")
+    parser.add_argument(
+        "--server-pid", type=int, action="append", help="with --url: a server process to measure, with its children"
+    )
     parser.add_argument("--chromium", default=live_server.find_chromium()[0])
     parser.add_argument("--log", default="/tmp/attention-lab-load-test-server.log", help="the server's output")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
-    if not 1 <= args.sessions <= 40 or not 0 < args.duration <= 600:
-        parser.error("--sessions must be 1..40 and --duration 0..600")
     clients = ("ws", "browser") if args.client == "both" else (args.client,)
+    most = 40 if "browser" in clients else 200  # the websocket client is a thread a session
+    if not 1 <= args.sessions <= most or not 0 < args.duration <= 600:
+        parser.error(f"--sessions must be 1..{most} and --duration 0..600")
+    if not 0 <= args.processes <= 16:
+        parser.error("--processes must be 1..16")
+    if args.processes and not live_server.find_haproxy():
+        parser.error("--processes needs haproxy: `apt-get install -y haproxy` (or set HAPROXY)")
+    if args.url and urllib.parse.urlsplit(args.url).hostname not in (LOOPBACK, "localhost"):
+        parser.error("--url must be a loopback address: this load test sends its traffic to this machine only")
+    if args.server_pid and not args.url:
+        parser.error("--server-pid goes with --url")
     if "browser" in clients and not args.chromium:
         parser.error("no Chromium found: pass --chromium PATH or set CHROMIUM_PATH (or use --client ws)")
     results = []

@@ -1,5 +1,6 @@
 """One way to start the real server and find the browser, shared by the browser tests, the reliability
-tests and the load test: `streamlit run dashboard.py` on a free loopback port, and Debian's Chromium.
+tests and the load test: `streamlit run dashboard.py` on a free loopback port, and Debian's Chromium; and
+deploy/run.sh (several processes behind HAProxy) on free loopback ports, for the proxy tests and the load test.
 
 Playwright cannot download its own browsers here, so the system Chromium is used: $CHROMIUM_PATH, else
 /usr/bin/chromium, else `chromium` on PATH.
@@ -9,12 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,14 +90,16 @@ def log_tail(log: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def start(port: int, log: Path, append: bool = False) -> subprocess.Popen:
+def start(port: int, log: Path, append: bool = False, options: Sequence[str] = ()) -> subprocess.Popen:
     """`streamlit run dashboard.py` on loopback, its output in `log`; returns once /_stcore/health says ok.
+
+    options: further `streamlit run` flags, e.g. ("--server.disconnectedSessionTTL", "10").
 
     Raises RuntimeError (with the log's tail) when the server exits or does not answer in time.
     """
     cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port)]
     cmd += ["--server.address", LOOPBACK, "--server.headless", "true", "--server.fileWatcherType", "none"]
-    cmd += ["--browser.gatherUsageStats", "false"]
+    cmd += ["--browser.gatherUsageStats", "false", *options]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab" if append else "wb") as out:
@@ -117,3 +123,87 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+# --------------------------------------------------------------------------- several processes behind a proxy
+
+DEPLOY = ROOT / "deploy" / "run.sh"
+RECIPE_TIMEOUT_S = 180  # every process imports torch and Streamlit at once, on as few as 2 cores
+
+
+def find_haproxy() -> str | None:
+    """HAProxy's path (Debian puts it in /usr/sbin, not on every PATH), None when not installed."""
+    for candidate in (os.environ.get("HAPROXY"), shutil.which("haproxy"), "/usr/sbin/haproxy"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def require_haproxy() -> str:
+    """HAProxy for a test; skips without it, or fails when CI is set (as `require_chromium` does)."""
+    import pytest
+
+    path = find_haproxy()
+    if path is None:
+        reason = "no haproxy found (looked at $HAPROXY, PATH, /usr/sbin): `apt-get install -y haproxy`"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and the proxy tests cannot run: {reason}", pytrace=False)
+        pytest.skip(reason)
+    return path
+
+
+@dataclass
+class Recipe:
+    """deploy/run.sh running: the proxy's address and each process's own (s1, s2, ... in order)."""
+
+    proc: subprocess.Popen
+    proxy: str
+    replicas: list[str]
+    log_dir: Path
+
+
+def free_ports(n: int) -> int:
+    """The first of n consecutive free loopback ports (run.sh numbers its processes from one port)."""
+    for _ in range(50):
+        first = free_port()
+        try:
+            for port in range(first, first + n):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                    s.bind((LOOPBACK, port))
+            return first
+        except OSError:
+            continue
+    raise RuntimeError(f"no {n} consecutive free ports found")
+
+
+def start_recipe(processes: int, log_dir: Path) -> Recipe:
+    """`bash deploy/run.sh processes` on loopback and free ports; returns once the proxy and every process
+    answer /_stcore/health. RuntimeError (with the logs' tails) when it exits or does not answer in time."""
+    proxy_port, first = free_port(), free_ports(processes)
+    env = {**os.environ, "LAB_ADDRESS": LOOPBACK, "LAB_PORT": str(proxy_port), "LAB_FIRST_PORT": str(first),
+           "LAB_LOG_DIR": str(log_dir), "PYTHON": sys.executable}  # fmt: skip
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with (log_dir / "run.log").open("wb") as out:
+        # Its own process group: a stray child can then be found and stopped by the group's id.
+        proc = subprocess.Popen(["bash", str(DEPLOY), str(processes)], cwd=ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    recipe = Recipe(proc, f"http://{LOOPBACK}:{proxy_port}",
+                    [f"http://{LOOPBACK}:{port}" for port in range(first, first + processes)], log_dir)  # fmt: skip
+    deadline = time.monotonic() + RECIPE_TIMEOUT_S
+    while any(health(base) != "ok" for base in (recipe.proxy, *recipe.replicas)):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_recipe(recipe)
+            logs = "\n".join(f"== {f.name}\n{log_tail(f, 15)}" for f in sorted(log_dir.glob("*.log")))
+            raise RuntimeError(f"deploy/run.sh did not come up (exit {proc.returncode}):\n{logs}")
+        time.sleep(0.5)
+    return recipe
+
+
+def stop_recipe(recipe: Recipe) -> None:
+    """SIGTERM to run.sh, which stops its processes; if it has not finished in 30 s, its group is killed."""
+    recipe.proc.terminate()
+    try:
+        recipe.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(recipe.proc.pid, signal.SIGKILL)  # run.sh is still there, so its group id is still its own
+        recipe.proc.wait()
