@@ -1188,6 +1188,18 @@ LABELS.update(cview="Matrix compared", temp="Temperature τ: weights = softmax(o
 HELP.update({"b_" + n: HELP[n] for n in B_SIDE if n in HELP})
 
 
+def copy_a_to_b(a: dict | None = None, b: dict | None = None) -> None:
+    """Compare A/B's buttons: set A's given values, then B to A with B's given changes.
+
+    Here and not in the page: a function defined in a page holds the page's globals (its Results) for as long as
+    the session keeps the buttons that call it.
+    """
+    for name, value in (a or {}).items():
+        put(name, value)
+    for name in B_SIDE:
+        put("b_" + name, (b or {}).get(name, get(name)))
+
+
 def config_or_stop(what: str = "This setting", **overrides: Any) -> Config:
     """The Config the controls describe (with overrides); on a bad one explain (naming `what`) and stop the page."""
     try:

@@ -15,14 +15,6 @@ PRESETS = {
 VIEWS = {"weights": "Softmax weights", "omega": "Omega = Q Kᵀ", "context": "Context vectors"}
 
 
-def copy_a_to_b(a: dict | None = None, b: dict | None = None) -> None:
-    """Set A's given values, then B to A with B's given changes."""
-    for name, value in (a or {}).items():
-        ui.put(name, value)
-    for name in ui.B_SIDE:
-        ui.put("b_" + name, (b or {}).get(name, ui.get(name)))
-
-
 def side(prefix: str, container) -> None:
     """One side's controls, two to a row: A's are the usual parameters (shared with the other pages), B's b_..."""
     c = container.columns(2)
@@ -44,8 +36,8 @@ ui.controls(["sentence"])
 st.markdown("**Typical comparisons**")
 buttons = st.container(horizontal=True, wrap=True)  # buttons as wide as their labels, wrapping when narrow
 for label, (a, b) in PRESETS.items():
-    buttons.button(label, key=f"cmp:preset:{label}", on_click=copy_a_to_b, args=(a, b))
-buttons.button("Copy A to B", key="cmp:copy", on_click=copy_a_to_b, type="primary",
+    buttons.button(label, key=f"cmp:preset:{label}", on_click=ui.copy_a_to_b, args=(a, b))
+buttons.button("Copy A to B", key="cmp:copy", on_click=ui.copy_a_to_b, type="primary",
                help="Make B the same as A, then change one thing on the B side.")  # fmt: skip
 
 left, right = st.columns(2)

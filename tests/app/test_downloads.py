@@ -82,11 +82,6 @@ def kept(roots: list) -> list:
     return found
 
 
-COMPARE_KEEPS_RESULTS = pytest.mark.xfail(
-    strict=True,
-    reason="pages/compare.py hands its own copy_a_to_b to its buttons: a page function's globals hold the page's "
-    "Results for as long as the session keeps the buttons (moving it into ui fixes it)",
-)
 PAGES = [
     pytest.param("self_attention", {"heads": "2"}, id="self_attention"),
     pytest.param("masks", {"mask": "custom", "heads": "2"}, id="masks"),
@@ -97,7 +92,7 @@ PAGES = [
     pytest.param("mask_editor", {}, id="mask_editor"),
     pytest.param("pitfalls", {}, id="pitfalls"),
     pytest.param("scaling", {}, id="scaling"),
-    pytest.param("compare", {}, id="compare", marks=COMPARE_KEEPS_RESULTS),
+    pytest.param("compare", {}, id="compare"),
 ]
 
 
