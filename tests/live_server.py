@@ -8,6 +8,7 @@ Playwright cannot download its own browsers here, so the system Chromium is used
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -207,3 +208,12 @@ def stop_recipe(recipe: Recipe) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(recipe.proc.pid, signal.SIGKILL)  # run.sh is still there, so its group id is still its own
         recipe.proc.wait()
+
+
+def benchmark(name: str):
+    """benchmarks/<name>.py imported as a module (the load test's and soak's clients, for the reliability tests)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module

@@ -6,8 +6,6 @@ the latency and memory figures in the README); here only correctness is asserted
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 
 import live_server
@@ -16,11 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_test_module():
-    spec = importlib.util.spec_from_file_location("load_test", ROOT / "benchmarks" / "load_test.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return live_server.benchmark("load_test")
 
 
 def run(client: str, sessions: int, duration: float, tmp_path: Path, chromium: str | None = None) -> dict:

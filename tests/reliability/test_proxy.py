@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib.util
 import os
 import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.parse
 from collections.abc import Iterator
@@ -29,11 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_test_module():
-    spec = importlib.util.spec_from_file_location("load_test", ROOT / "benchmarks" / "load_test.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return live_server.benchmark("load_test")
 
 
 load_test = load_test_module()

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
-import sys
 import weakref
 from pathlib import Path
+
+import live_server
 
 import ui
 from attention import Config
@@ -20,11 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def soak_module():
-    spec = importlib.util.spec_from_file_location("soak", ROOT / "benchmarks" / "soak.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return live_server.benchmark("soak")
 
 
 def test_six_and_six_heavy_sessions_stay_inside_community_clouds_memory(tmp_path: Path) -> None:
