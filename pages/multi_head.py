@@ -116,6 +116,7 @@ st.dataframe(
     ),
     hide_index=True,
     width="stretch",
+    height="content",  # every step shows: no inner scroll bar hiding the last rows (the output)
 )
 
 left, right = st.columns(2)
