@@ -700,6 +700,13 @@ def decode_heatmap(payload: bytes) -> tuple[dict, torch.Tensor, torch.Tensor]:
     return header, values, torch.from_numpy(flags.copy()).reshape(r, c)
 
 
+def _url_before_figure() -> None:
+    """Write the URL before the run's first figure (and again after a parameter changed mid-run): see `chart`."""
+    if not st.session_state.get("_url_synced"):
+        sync_url()
+        st.session_state["_url_synced"] = True
+
+
 def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: Any = None, **kw: Any) -> Any:
     """Every chart of the app goes through here: st.vega_lite_chart, with the URL brought up to date first.
 
@@ -709,9 +716,7 @@ def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: 
     run's first chart (and again after a parameter changes mid-run), and the address each chart is drawn
     under is the one it keeps.
     """
-    if not st.session_state.get("_url_synced"):
-        sync_url()
-        st.session_state["_url_synced"] = True
+    _url_before_figure()
     return (container or st).vega_lite_chart(frame, spec, width="stretch", height=height, key=key, **kw)
 
 
@@ -753,9 +758,7 @@ def heatmap(
         matrix.float() if kind == "mask" else matrix, rows, cols, title=title, kind=kind, blocked=blocked,
         annotate=annotate, selectable=selectable, legend=legend, max_abs=max_abs, top=top, row_labels=row_labels,
     )  # fmt: skip
-    if not st.session_state.get("_url_synced"):
-        sync_url()  # as `chart` does: the address is up to date before the run's first figure
-        st.session_state["_url_synced"] = True
+    _url_before_figure()
     key = key or f"heatmap:{title}"
     if container is None:
         event = _HEATMAP(key=key, data=payload, on_pick_change=_ignore)
