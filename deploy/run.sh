@@ -64,30 +64,28 @@ for ((i = 1; i <= processes; i++)); do
 done
 
 deadline=$((SECONDS + 120))
-for ((i = 1; i <= processes; i++)); do
-  port=$((first_port + i - 1))
-  until healthy "http://127.0.0.1:$port/_stcore/health"; do
-    if ! kill -0 "${pids[i - 1]}" 2>/dev/null || ((SECONDS > deadline)); then
-      echo "deploy/run.sh: streamlit on port $port did not start; its log ($log_dir/streamlit-$i.log):" >&2
-      tail -n 20 "$log_dir/streamlit-$i.log" >&2
+# wait_up URL PID WHAT LOG: until URL answers healthy; exits with WHAT's log when PID dies or the deadline passes
+wait_up() {
+  until healthy "$1"; do
+    if ! kill -0 "$2" 2>/dev/null || ((SECONDS > deadline)); then
+      echo "deploy/run.sh: $3 did not start; its log ($4):" >&2
+      tail -n 20 "$4" >&2
       exit 1
     fi
-    sleep 0.5
+    sleep 0.3
   done
+}
+for ((i = 1; i <= processes; i++)); do
+  port=$((first_port + i - 1))
+  wait_up "http://127.0.0.1:$port/_stcore/health" "${pids[i - 1]}" "streamlit on port $port" \
+    "$log_dir/streamlit-$i.log"
 done
 
 "$haproxy" -db -f deploy/haproxy.cfg -f "$servers" > "$log_dir/haproxy.log" 2>&1 &
 pids+=($!)
 host="$LAB_ADDRESS"
 [[ "$host" == 0.0.0.0 ]] && host=127.0.0.1
-until healthy "http://$host:$LAB_PORT/_stcore/health"; do
-  if ! kill -0 "${pids[-1]}" 2>/dev/null || ((SECONDS > deadline)); then
-    echo "deploy/run.sh: haproxy did not start; its log ($log_dir/haproxy.log):" >&2
-    tail -n 20 "$log_dir/haproxy.log" >&2
-    exit 1
-  fi
-  sleep 0.2
-done
+wait_up "http://$host:$LAB_PORT/_stcore/health" "${pids[-1]}" haproxy "$log_dir/haproxy.log"
 where="http://$LAB_ADDRESS:$LAB_PORT/"
 [[ "$LAB_ADDRESS" == 0.0.0.0 ]] && where="http://<this machine's address>:$LAB_PORT/ (every interface)"
 echo "Attention Lab: $processes processes behind $where; logs in $log_dir; Ctrl-C stops them all"
