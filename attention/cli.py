@@ -23,25 +23,13 @@ from typing import Any, NoReturn
 import torch
 
 from . import export, presets
-from .config import (
-    EMBEDDING_INITS,
-    FIELD_NAMES,
-    HEAD_LAYOUTS,
-    INITS,
-    MASKS,
-    MAX_DIM,
-    MAX_TOKENS,
-    SCALES,
-    Config,
-    tokenize,
-)
+from .config import MAX_DIM, MAX_TOKENS, SETTINGS, Config, tokenize
 from .core import Result, compute
+from .params import flag
 
 PROG = "attention"
 FLOAT32_MAX = torch.finfo(torch.float32).max
-MATRIX_FIELDS = ("embeddings", "cross_embeddings", "w_query", "w_key", "w_value", "w_out")
-WEIGHT_FIELDS = ("w_query", "w_key", "w_value", "w_out")
-VALUE_FIELDS = tuple(name for name in FIELD_NAMES if name not in (*MATRIX_FIELDS, "custom_mask"))
+WEIGHT_FIELDS = tuple(name for name, s in SETTINGS.items() if s.when == ("init", "given"))  # w_* and b_*
 # The largest input matrix the limits allow is MAX_TOKENS rows of MAX_DIM numbers (512 x 4096: real
 # embeddings of a 4096-wide model). json.dumps writes a float in at most 24 characters
 # ("-2.2250738585072014e-308"), 30 with a comma and indent=2's line and spaces: 32 bytes a number holds any
@@ -62,7 +50,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+# The files a flag names, by the kind of the setting: read and checked before the Config sees them.
+FILE_KINDS = ("matrix", "vector", "mask")
+
+
 def parser() -> argparse.ArgumentParser:
+    """The command line, one flag a declared setting (attention.params): its kind gives the type, choices or
+    file reader, its help the text, and a setting used only with another's value says that it implies it."""
     p = _Parser(
         prog=f"python -m {PROG}",
         description="Attention one step at a time: every intermediate of self-, masked, multi-head and "
@@ -75,41 +69,23 @@ def parser() -> argparse.ArgumentParser:
         "--format", choices=("table", "json", "script"), default="table", help="table (default), json, or script"
     )
     add = p.add_argument_group("config (defaults: the Raschka tutorial)").add_argument
-    add("--sentence", metavar="TEXT", help="query sentence, word-level tokens")
-    add("--embeddings", metavar="FILE.json", help="(T, d_model) query inputs as a JSON list of rows")
-    add("--cross-sentence", metavar="TEXT", help="key/value sentence: cross-attention")
-    # a sentence in a file never passes through a shell: the mask editor's command reads them from its mask.json
-    for name in ("sentence", "cross_sentence"):
-        flag = "--" + name.replace("_", "-")
-        where = f'its text, or a .json file\'s string or "{name}" entry'
-        add(flag + "-file", dest=name, type=sentence_reader(name), metavar="FILE", help=f"{flag} from a file: {where}")
-    add("--cross-embeddings", metavar="FILE.json", help="(T_k, d_model) key/value inputs")
-    add("--embedding-init", choices=EMBEDDING_INITS)
-    add("--cross-embedding-init", choices=EMBEDDING_INITS)
-    add("--d-model", type=int, metavar="N", help="embedding width (left out with --embeddings: their width)")
-    add("--d-k", type=int, metavar="N")
-    add("--d-v", type=int, metavar="N")
-    add("--d-out", type=int, metavar="N", help="split layout: total projection width")
-    add("--heads", type=int, metavar="N")
-    add("--head-layout", choices=HEAD_LAYOUTS)
-    add("--init", choices=INITS)
-    for name in ("query", "key", "value", "out"):
-        add(f"--w-{name}", metavar="FILE.json", help=f"given W_{name}, used as x @ W (implies --init given)")
-    add("--bias", action=argparse.BooleanOptionalAction, help="q/k/v bias")
-    add("--out-proj", action=argparse.BooleanOptionalAction, help="output projection")
-    add("--out-bias", action=argparse.BooleanOptionalAction, help="bias of the output projection")
-    add("--scale", choices=SCALES)
-    add("--temperature", type=float, metavar="T", help="divide the scores by T (implies --scale temperature)")
-    add("--mask", choices=MASKS)
-    add("--padding", type=int, metavar="N", help="padding mask: block the last N keys (implies --mask padding)")
-    add("--window", type=int, metavar="W", help="window mask: query i sees keys i-W+1 .. i (implies --mask window)")
-    add(
-        "--custom-mask",
-        metavar="FILE.json",
-        help='T_q x T_k true/false or 1/0, or {"mask": [...]} (implies --mask custom)',
-    )
-    add("--dropout", type=float, metavar="P")
-    add("--seed", type=int, metavar="N")
+    for name, s in SETTINGS.items():
+        text = s.help.replace("%", "%%")  # argparse formats help with %
+        if s.when is not None:
+            text += f" (implies {flag(s.when[0])} {s.when[1]})"
+        if s.kind == "bool":
+            add(flag(name), action=argparse.BooleanOptionalAction, help=text)
+        elif s.kind == "choice":
+            add(flag(name), choices=s.choices, help=text)
+        elif s.kind in ("int", "float"):
+            add(flag(name), type=int if s.kind == "int" else float, metavar=s.metavar or "X", help=text)
+        else:
+            add(flag(name), metavar=s.metavar, help=text)
+        if s.kind == "text":
+            # a sentence in a file never passes through a shell: the mask editor's command reads them from its mask.json
+            where = f'its text, or a .json file\'s string or "{name}" entry'
+            add(flag(name) + "-file", dest=name, type=sentence_reader(name), metavar="FILE",
+                help=f"{flag(name)} from a file: {where}")  # fmt: skip
     return p
 
 
@@ -181,6 +157,11 @@ def read_matrix(path: str, flag: str) -> list[list[float]]:
     value = read_json(path, flag)
     if not isinstance(value, list) or not value or not all(isinstance(row, list) and row for row in value):
         raise UsageError(f"{flag}: {path!r} must hold a matrix: a list of rows of numbers, e.g. [[1, 0], [0, 1]]")
+    return read_matrix_rows(value, path, flag)
+
+
+def read_matrix_rows(value: list[list[Any]], path: str, flag: str) -> list[list[float]]:
+    """The rows, checked: all as long as the first, each entry a number that fits a float32."""
     for i, row in enumerate(value):
         if len(row) != len(value[0]):
             sizes = f"row 1 has {len(value[0])} numbers, row {i + 1} has {len(row)}"
@@ -233,19 +214,32 @@ def _words(sentence: str | None) -> int:
     return len(tokenize(sentence)) if sentence else 0
 
 
+def read_vector(path: str, flag: str) -> list[float]:
+    """A JSON list of finite numbers that fit a float32 (a bias)."""
+    value = read_json(path, flag)
+    if not isinstance(value, list) or not value:
+        raise UsageError(f"{flag}: {path!r} must hold a list of numbers, e.g. [0.5, -1]")
+    return read_matrix_rows([value], path, flag)[0]
+
+
+READERS: dict[str, Callable[[str, str], Any]] = {"matrix": read_matrix, "vector": read_vector, "mask": read_mask}
+
+
 def build_config(args: argparse.Namespace) -> Config:
     """The preset's config (or the defaults) with every flag that was given put over it.
 
+    A setting used only with another's value (attention.params: `when`) implies that value when it is the only
+    one given for it: --temperature implies --scale temperature, --padding --mask padding, --w-query --init given.
     A preset's own matrices give way to flags they no longer fit: a new sentence of another length drops
     the preset's embeddings (keeping their width), new embeddings drop words that no longer label them,
     and an init other than 'given' drops the preset's given weights.
     """
     base = presets.get(args.preset).config if args.preset else Config()
-    changes: dict[str, Any] = {name: getattr(args, name) for name in VALUE_FIELDS if getattr(args, name) is not None}
-    for name in MATRIX_FIELDS:
-        path = getattr(args, name)
-        if path is not None:
-            changes[name] = read_matrix(path, "--" + name.replace("_", "-"))
+    changes: dict[str, Any] = {}
+    for name, s in SETTINGS.items():
+        value = getattr(args, name)
+        if value is not None:
+            changes[name] = READERS[s.kind](value, flag(name)) if s.kind in READERS else value
     if args.embeddings is not None and args.d_model is None:
         changes["d_model"] = None  # the given embeddings' width
     for matrix, text in (("embeddings", "sentence"), ("cross_embeddings", "cross_sentence")):
@@ -256,21 +250,18 @@ def build_config(args: argparse.Namespace) -> Config:
             changes[matrix] = None  # drawn for the new words instead
             if matrix == "embeddings" and args.d_model is None:
                 changes["d_model"] = base.width
-    if any(name in changes for name in WEIGHT_FIELDS) and args.init is None:
-        changes["init"] = "given"
-    elif args.init not in (None, "given"):
+    if args.custom_mask is not None and args.mask not in (None, "custom"):
+        raise UsageError(f"--custom-mask gives a custom mask, but --mask says {args.mask}: leave one out")
+    implied: dict[str, set[str]] = {}
+    for name in changes:
+        when = SETTINGS[name].when
+        if when is not None and getattr(args, when[0]) is None:
+            implied.setdefault(when[0], set()).add(when[1])
+    for name, values in implied.items():
+        if len(values) == 1:  # --padding and --window together pick no mask: they contradict each other
+            changes[name] = values.pop()
+    if changes.get("init", base.init) != "given":
         changes.update({name: None for name in WEIGHT_FIELDS if name not in changes})
-    if args.custom_mask is not None:
-        if args.mask not in (None, "custom"):
-            raise UsageError(f"--custom-mask gives a custom mask, but --mask says {args.mask}: leave one out")
-        changes["custom_mask"] = read_mask(args.custom_mask)
-        changes["mask"] = "custom"
-    elif args.mask is None:  # a mask's own setting picks that mask, when it is the only one given
-        given = [kind for kind in ("padding", "window") if getattr(args, kind) is not None]
-        if len(given) == 1:
-            changes["mask"] = given[0]
-    if args.temperature is not None and args.scale is None:
-        changes["scale"] = "temperature"
     return base.replace(**changes)
 
 

@@ -11,8 +11,11 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from .params import Param, declarations, setting
+
 Matrix = tuple[tuple[float, ...], ...]
 BoolMatrix = tuple[tuple[bool, ...], ...]
+Vector = tuple[float, ...]
 
 RASCHKA_SENTENCE = "Life is short, eat dessert first"
 MAX_TOKENS = 512
@@ -62,53 +65,183 @@ def _matrix(value: Any, name: str, *, kind: type = float) -> tuple | None:
     return rows
 
 
+def _vector(value: Any, name: str) -> tuple[float, ...] | None:
+    """Turn a list, tuple, tensor or array of numbers into a tuple of finite floats."""
+    if value is None:
+        return None
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    try:
+        numbers = tuple(float(x) for x in value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{name} must be a list of numbers: {exc}") from None
+    if not numbers:
+        raise ValueError(f"{name} is empty: give at least one number")
+    if not all(math.isfinite(x) and abs(x) <= MAX_ABS for x in numbers):
+        raise ValueError(f"{name} must hold finite numbers within ±{MAX_ABS:g}")
+    return numbers
+
+
 @dataclass(frozen=True)
 class Config:
-    """Everything that decides an attention computation; defaults are the Raschka tutorial."""
+    """Everything that decides an attention computation; defaults are the Raschka tutorial.
 
+    Each field is declared once with `setting(default, kind, label, help, ...)`: the command line, the
+    dashboard's URL and widgets, the validation messages and the "Code" export read these declarations.
+    """
+
+    # fmt: off
     # input
-    sentence: str | None = RASCHKA_SENTENCE  # word-level tokens; labels when embeddings are given
-    embeddings: Matrix | None = None  # explicit (T, d_model) inputs; overrides embedding_init
-    cross_sentence: str | None = None  # keys/values sentence for cross-attention
-    cross_embeddings: Matrix | None = None  # explicit (T_k, d_model) keys/values inputs
-    embedding_init: str = "embedding"  # embedding: seeded nn.Embedding over the sorted vocabulary; rand; randn
-    # None: as embedding_init (one shared table); rand/randn: drawn after the projections
-    cross_embedding_init: str | None = None
+    sentence: str | None = setting(
+        RASCHKA_SENTENCE, "text", "Sentence", "The words attention runs over: one token a word, punctuation at "
+        "word ends dropped. Left out (None) when embeddings are given: the rows are then x1, x2, ...",
+        optional=True, dashboard=True, metavar="TEXT",
+    )
+    embeddings: Matrix | None = setting(
+        None, "matrix", "Embeddings", "(T, d_model) query inputs, one row a token, instead of drawn ones.",
+        metavar="FILE.json",
+    )
+    cross_sentence: str | None = setting(
+        None, "text", "Key/value sentence (cross-attention)", "A second sentence whose words are the keys and "
+        "values: the queries of the first sentence attend to it (cross-attention).",
+        optional=True, dashboard=True, metavar="TEXT",
+        # longer than the default sentence, so cross-attention opens on a rectangular omega (6 queries x 9 keys)
+        dashboard_default="and it was served with a glass of wine",
+    )
+    cross_embeddings: Matrix | None = setting(
+        None, "matrix", "Key/value embeddings", "(T_k, d_model) key/value inputs, one row a token.",
+        metavar="FILE.json",
+    )
+    embedding_init: str = setting(
+        "embedding", "choice", "Input embeddings", "How the inputs are drawn: embedding, a seeded nn.Embedding "
+        "over the sorted vocabulary (Self-Attention from Scratch); rand; randn.", choices=EMBEDDING_INITS,
+    )
+    cross_embedding_init: str | None = setting(
+        None, "choice", "Key/value input embeddings", "How the key/value inputs are drawn; left out: as the "
+        "queries' (one shared table), rand/randn: drawn after the projections.", choices=EMBEDDING_INITS,
+        optional=True,
+    )
     # sizes
-    d_model: int | None = 16  # embedding width; None: the width of the given embeddings
-    d_k: int = 24  # query/key width per head (split layout: d_model // heads)
-    d_v: int = 28  # value width per head (split layout: d_model // heads)
-    d_out: int | None = None  # split layout: total projection width (LLMs-from-scratch's d_out); None: d_model
-    heads: int = 1
-    head_layout: str = "independent"  # independent: own projections per head; split: nn.MultiheadAttention
+    d_model: int | None = setting(
+        16, "int", "d_model (embedding width)", "Width of every token's input vector.", lo=1, hi=MAX_DIM,
+        optional=True, dashboard=(2, 256), metavar="N",
+    )
+    d_k: int = setting(
+        24, "int", "d_k (query/key width per head)", "Width of each query and key vector. The scores are divided "
+        "by sqrt(d_k).", lo=1, hi=MAX_DIM, dashboard=(1, 256), metavar="N",
+    )
+    d_v: int = setting(
+        28, "int", "d_v (value width per head)", "Width of each value vector, and so of each head's context vector.",
+        lo=1, hi=MAX_DIM, dashboard=(1, 256), metavar="N",
+    )
+    d_out: int | None = setting(
+        None, "int", "d_out (split layout: projection width)", "Split layout: the width of the one projection "
+        "that is cut into heads (LLMs from scratch's d_out); left out: d_model.", lo=1, hi=MAX_DIM, optional=True,
+        metavar="N",
+    )
+    heads: int = setting(
+        1, "int", "heads", "Independent attention heads; their context vectors are concatenated.", lo=1,
+        hi=MAX_HEADS, dashboard=(1, 16), metavar="N",
+    )
+    head_layout: str = setting(
+        "independent", "choice", "Head layout", "independent: every head has its own d_k/d_v projections "
+        "(Self-Attention from Scratch, Self Attention Spelled Out). split: d_model is cut into heads as "
+        "nn.MultiheadAttention does (d_k = d_v = d_model / heads).", choices=HEAD_LAYOUTS, dashboard=True,
+    )
     # projections
-    init: str = "rand-transposed"  # rand | rand-transposed | linear | identity | given
-    w_query: Matrix | None = None  # given (d_model, heads*d_k), used as x @ W
-    w_key: Matrix | None = None  # given (d_model, heads*d_k)
-    w_value: Matrix | None = None  # given (d_model, heads*d_v)
-    w_out: Matrix | None = None  # given (heads*d_v, d_model) when out_proj
-    bias: bool = False  # q/k/v bias (drawn by the init; zero for identity and given)
-    out_proj: bool = False  # project the concatenated heads back to d_model
-    out_bias: bool = True  # bias of the output projection (nn.Linear's default)
+    init: str = setting(
+        "rand-transposed", "choice", "Weight init", "How W_query, W_key, W_value are drawn: torch.rand "
+        "(Self-Attention from Scratch), nn.Linear's default, or identity; given: your own matrices.",
+        choices=INITS, dashboard=("rand-transposed", "rand", "linear", "identity"),
+    )
+    w_query: Matrix | None = setting(
+        None, "matrix", "W_query", "Given (d_model, heads*d_k) query weights, used as x @ W.",
+        when=("init", "given"), metavar="FILE.json",
+    )
+    w_key: Matrix | None = setting(
+        None, "matrix", "W_key", "Given (d_model, heads*d_k) key weights, used as x @ W.",
+        when=("init", "given"), metavar="FILE.json",
+    )
+    w_value: Matrix | None = setting(
+        None, "matrix", "W_value", "Given (d_model, heads*d_v) value weights, used as x @ W.",
+        when=("init", "given"), metavar="FILE.json",
+    )
+    w_out: Matrix | None = setting(
+        None, "matrix", "W_out", "Given (heads*d_v, d_model) output projection weights, used as x @ W.",
+        when=("init", "given"), metavar="FILE.json",
+    )
+    b_query: Vector | None = setting(
+        None, "vector", "b_query", "Given (heads*d_k) query bias; left out with bias on: zeros.",
+        when=("init", "given"), metavar="FILE.json",
+    )
+    b_key: Vector | None = setting(
+        None, "vector", "b_key", "Given (heads*d_k) key bias; left out with bias on: zeros.",
+        when=("init", "given"), metavar="FILE.json",
+    )
+    b_value: Vector | None = setting(
+        None, "vector", "b_value", "Given (heads*d_v) value bias; left out with bias on: zeros.",
+        when=("init", "given"), metavar="FILE.json",
+    )
+    b_out: Vector | None = setting(
+        None, "vector", "b_out", "Given bias of the output projection; left out with out_bias on: zeros.",
+        when=("init", "given"), metavar="FILE.json",
+    )
+    bias: bool = setting(
+        False, "bool", "q/k/v bias", "Add a bias to every query, key and value (drawn by the init; zero for "
+        "identity, or given).", dashboard=True,
+    )
+    out_proj: bool = setting(
+        False, "bool", "Output projection", "Project the concatenated heads back to d_model with W_out.",
+        dashboard=True,
+    )
+    out_bias: bool = setting(True, "bool", "Output bias", "Add a bias in the output projection (nn.Linear's default).")
     # scores
-    scale: str = "sqrt"  # sqrt: 1/sqrt(d_k); none; temperature: 1/temperature
-    temperature: float = 1.0
-    mask: str = "none"  # none | causal | padding | window | custom
-    padding: int = 0  # padding mask: block the last n keys
-    window: int = 3  # window mask: query i sees keys i-window+1 .. i
-    custom_mask: BoolMatrix | None = None  # (T_q, T_k), True where a query may attend
-    dropout: float = 0.0  # on the attention weights, inverted-scaled as nn.Dropout does
-    seed: int = 123  # seeds a private torch.Generator, same numbers as torch.manual_seed(seed)
+    scale: str = setting(
+        "sqrt", "choice", "Scaling of omega", "What the scores are divided by before the softmax: sqrt(d_k), "
+        "nothing, or a temperature.", choices=SCALES, dashboard=True,
+    )
+    temperature: float = setting(
+        1.0, "float", "Temperature", "Divide the scores by this: above 1 the weights even out, below 1 they sharpen.",
+        lo=TEMPERATURE_RANGE[0], hi=TEMPERATURE_RANGE[1], when=("scale", "temperature"), dashboard=(0.05, 50.0),
+        metavar="T",
+    )
+    mask: str = setting(
+        "none", "choice", "Mask type", "Which keys each query may see: causal hides the future, padding the last "
+        "n keys, window all but the last w keys up to the query, custom your own grid.", choices=MASKS,
+        dashboard=True,
+    )
+    padding: int = setting(
+        0, "int", "Padding: block the last n keys", "Padding mask: the last n keys are padding, and no query sees "
+        "them.", lo=0, when=("mask", "padding"), dashboard=(0, MAX_TOKENS), dashboard_default=1, metavar="N",
+    )
+    window: int = setting(
+        3, "int", "Sliding window width w", "Window mask: query i sees keys i-w+1 .. i.", lo=1,
+        when=("mask", "window"), dashboard=(1, MAX_TOKENS), metavar="W",
+    )
+    custom_mask: BoolMatrix | None = setting(
+        None, "mask", "Custom mask", "(T_q, T_k) true where a query may attend, false where it may not.",
+        when=("mask", "custom"), dashboard=True, metavar="FILE.json",
+    )
+    dropout: float = setting(
+        0.0, "float", "Dropout on the weights", "Zero each weight with this probability and scale up the rest, as "
+        "nn.Dropout does in training.", lo=0.0, hi=1.0, below_hi=True, rule="a probability in [0, 1)",
+        dashboard=(0.0, 0.99), metavar="P",
+    )
+    seed: int = setting(
+        123, "int", "seed", "Seeds the embeddings and the projection matrices (the numbers torch.manual_seed gives).",
+        lo=-(2**63), hi=2**64 - 1, dashboard=(0, 9999), metavar="N",
+    )
+    # fmt: on
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__.__get__(self)
-        for name in ("embeddings", "cross_embeddings", "w_query", "w_key", "w_value", "w_out"):
-            set_(name, _matrix(getattr(self, name), name))
-        set_("custom_mask", _matrix(self.custom_mask, "custom_mask", kind=_strict_bool))
-        if self.sentence is not None and not isinstance(self.sentence, str):
-            raise ValueError("sentence must be text")
-        if self.cross_sentence is not None and not isinstance(self.cross_sentence, str):
-            raise ValueError("cross_sentence must be text")
+        for name, p in SETTINGS.items():
+            if p.kind == "matrix":
+                set_(name, _matrix(getattr(self, name), name))
+            elif p.kind == "vector":
+                set_(name, _vector(getattr(self, name), name))
+            elif p.kind == "mask":
+                set_(name, _matrix(getattr(self, name), name, kind=_strict_bool))
         self._validate()
 
     # derived -------------------------------------------------------------
@@ -178,39 +311,15 @@ class Config:
     # validation ------------------------------------------------------------
 
     def _validate(self) -> None:
-        _one_of("embedding_init", self.embedding_init, EMBEDDING_INITS)
-        if self.cross_embedding_init is not None:
-            _one_of("cross_embedding_init", self.cross_embedding_init, EMBEDDING_INITS)
-        _one_of("head_layout", self.head_layout, HEAD_LAYOUTS)
-        _one_of("init", self.init, INITS)
-        _one_of("scale", self.scale, SCALES)
-        _one_of("mask", self.mask, MASKS)
-        for name in ("bias", "out_proj", "out_bias"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        for name in ("d_k", "d_v", "heads", "padding", "window", "seed"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise ValueError(f"{name} must be a whole number, got {v!r}")
-        if self.d_model is not None and (isinstance(self.d_model, bool) or not isinstance(self.d_model, int)):
-            raise ValueError(f"d_model must be a whole number, got {self.d_model!r}")
-        for name, hi in (("d_k", MAX_DIM), ("d_v", MAX_DIM), ("heads", MAX_HEADS)):
-            v = getattr(self, name)
-            if not 1 <= v <= hi:
-                raise ValueError(f"{name} must be between 1 and {hi}, got {v}")
-        if self.embeddings is not None:
-            if self.d_model is not None and self.d_model != len(self.embeddings[0]):
-                raise ValueError(
-                    f"d_model is {self.d_model} but the given embeddings are "
-                    f"{len(self.embeddings[0])} wide: make them agree, or leave d_model unset (None) to take "
-                    "the embeddings' width"
-                )
-        elif not 1 <= self.width <= MAX_DIM:
-            raise ValueError(f"d_model must be between 1 and {MAX_DIM}, got {self.width}")
-        if self.d_out is not None and (
-            isinstance(self.d_out, bool) or not isinstance(self.d_out, int) or not 1 <= self.d_out <= MAX_DIM
-        ):
-            raise ValueError(f"d_out must be a whole number between 1 and {MAX_DIM}, got {self.d_out!r}")
+        for name, p in SETTINGS.items():
+            if p.when is None or getattr(self, p.when[0]) == p.when[1]:  # a setting not in use is not checked
+                p.check(name, getattr(self, name))
+        if self.embeddings is not None and self.d_model is not None and self.d_model != len(self.embeddings[0]):
+            raise ValueError(
+                f"d_model is {self.d_model} but the given embeddings are "
+                f"{len(self.embeddings[0])} wide: make them agree, or leave d_model unset (None) to take "
+                "the embeddings' width"
+            )
         if self.head_layout == "split" and self.split_width % self.heads:
             what = "d_model" if self.d_out is None else "d_out"
             raise ValueError(
@@ -220,17 +329,6 @@ class Config:
             )
         if self.heads * max(self.head_dims) > 4 * MAX_DIM:
             raise ValueError(f"heads x d_k (or d_v) must stay under {4 * MAX_DIM}")
-        if not -(2**63) <= self.seed < 2**64:
-            raise ValueError(f"seed must be between -2**63 and 2**64 - 1, got {self.seed}")
-        if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be a probability in [0, 1), got {self.dropout!r}")
-        lo, hi = TEMPERATURE_RANGE
-        if self.scale == "temperature" and not (
-            isinstance(self.temperature, (int, float))
-            and not isinstance(self.temperature, bool)
-            and lo <= self.temperature <= hi
-        ):
-            raise ValueError(f"temperature must be a number from {lo:g} to {hi:g}, got {self.temperature!r}")
         self._validate_inputs()
         self._validate_weights()
         self._validate_mask()
@@ -264,9 +362,12 @@ class Config:
 
     def _validate_weights(self) -> None:
         given = {n: getattr(self, n) for n in ("w_query", "w_key", "w_value", "w_out")}
+        biases = {n: getattr(self, n) for n in ("b_query", "b_key", "b_value", "b_out")}
         if self.init != "given":
             if any(v is not None for v in given.values()):
                 raise ValueError("weight matrices were given but init is not 'given'")
+            if any(v is not None for v in biases.values()):
+                raise ValueError("bias vectors were given but init is not 'given'")
             return
         d_k, d_v = self.head_dims
         h, d = self.heads, self.width
@@ -282,6 +383,16 @@ class Config:
                     f"{name} is {len(m)}x{len(m[0])} but must be {shape[0]}x{shape[1]} "
                     f"(d_model x heads*d_k, used as x @ W)"
                 )
+        lengths = {"b_query": h * d_k, "b_key": h * d_k, "b_value": h * d_v, "b_out": self.out_width}
+        for name, n in lengths.items():
+            b = biases[name]
+            if b is None:
+                continue
+            switch = "out_proj and out_bias" if name == "b_out" else "bias"
+            if not (self.out_proj and self.out_bias if name == "b_out" else self.bias):
+                raise ValueError(f"{name} was given but {switch} is off: turn {switch} on, or leave {name} out")
+            if len(b) != n:
+                raise ValueError(f"{name} has {len(b)} numbers but must have {n}")
 
     def _validate_mask(self) -> None:
         t_q, t_k = len(self.tokens), len(self.key_tokens)
@@ -308,11 +419,6 @@ def _strict_bool(x: Any) -> bool:
     raise ValueError(f"{x!r} is not true/false or 1/0")
 
 
-def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-
-
 def _labels(sentence: str | None, matrix: Matrix | None, prefix: str) -> tuple[str, ...]:
     words = tokenize(sentence) if sentence else ()
     if matrix is not None and len(words) != len(matrix):
@@ -324,5 +430,6 @@ def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, min(n, 64) + 1) if n % d == 0)
 
 
-# keeps the field list importable for the command line and the URL state
+# every setting's declaration, in field order: the command line, the URL and the widgets read these
+SETTINGS: dict[str, Param] = declarations(Config)
 FIELD_NAMES = tuple(f.name for f in fields(Config))

@@ -25,8 +25,9 @@ from typing import Any
 import torch
 
 from . import masks
-from .config import Config
+from .config import SETTINGS, Config
 from .core import Result, apply_mask, compute, merge_heads, softmax
+from .params import flag
 from .weights import generator
 
 # --------------------------------------------------------------------------- why divide by sqrt(d_k)
@@ -432,8 +433,10 @@ def mask_json(mask: Sequence[Sequence[bool]] | torch.Tensor, tokens: Sequence[st
     return json.dumps(data)
 
 
-_NOT_FLAGS = ("mask", "custom_mask", "padding", "window")  # the mask file decides the mask
-_TEXT_FIELDS = ("sentence", "cross_sentence")  # user text: read from the mask file, never typed into a shell
+# the mask file decides the mask: the mask setting and those used only with one of its values
+_NOT_FLAGS = ("mask", *(name for name, s in SETTINGS.items() if s.when and s.when[0] == "mask"))
+# user text: read from the mask file, never typed into a shell
+_TEXT_FIELDS = tuple(name for name, s in SETTINGS.items() if s.kind == "text")
 # Characters that every shell passes on as they are (bash, zsh, PowerShell, cmd.exe): no quotes, spaces, &, |,
 # <, >, ^, %, !, $, `, ;, (, ), {, }, *, ?, # or newline, which one shell or another acts on.
 _SHELL_SAFE = re.compile(r"[A-Za-z0-9._=/-]+")
@@ -448,21 +451,20 @@ def cli_args(config: Config, mask_path: str = "mask.json") -> list[str]:
     """
     default = Config()
     args: list[str] = []
-    for f in fields(Config):
-        value = getattr(config, f.name)
-        if f.name in _NOT_FLAGS or value == getattr(default, f.name):
+    for name, s in SETTINGS.items():
+        value = getattr(config, name)
+        if name in _NOT_FLAGS or value == getattr(default, name):
             continue
-        flag = "--" + f.name.replace("_", "-")
-        if isinstance(value, tuple):
-            raise ValueError(f"{f.name} is a matrix: give it to the command line as a JSON file")
-        if f.name in _TEXT_FIELDS and value is not None:
-            args += [flag + "-file", mask_path]
-        elif isinstance(value, bool):
-            args.append(flag if value else "--no-" + flag[2:])
+        if s.kind in ("matrix", "vector", "mask") and value is not None:
+            raise ValueError(f"{name} is a {s.kind}: give it to the command line as a JSON file")
+        if name in _TEXT_FIELDS and value is not None:
+            args += [flag(name) + "-file", mask_path]
+        elif s.kind == "bool":
+            args.append(flag(name) if value else "--no-" + flag(name)[2:])
         elif value is None:
-            raise ValueError(f"{f.name} cannot be left out on the command line")
+            raise ValueError(f"{name} cannot be left out on the command line")
         else:
-            args.append(f"{flag}={value}")  # one argument, so a value starting with - is no flag
+            args.append(f"{flag(name)}={value}")  # one argument, so a value starting with - is no flag
             if not _SHELL_SAFE.fullmatch(args[-1]):
-                raise ValueError(f"{f.name}={value!r} is no value a shell would pass on unchanged")
+                raise ValueError(f"{name}={value!r} is no value a shell would pass on unchanged")
     return [*args, "--custom-mask", mask_path]

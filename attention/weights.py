@@ -122,12 +122,16 @@ def projections(config: Config, g: torch.Generator) -> Projections:
     init, bias = config.init, config.bias
     if init == "given":
         t = lambda m: None if m is None else torch.tensor(m, dtype=torch.float32)  # noqa: E731
-        zeros = lambda n: torch.zeros(n) if bias else None  # noqa: E731
+
+        def given_bias(b, n: int, on: bool) -> torch.Tensor | None:  # the given bias, else zeros when it is on
+            return (torch.zeros(n) if b is None else t(b)) if on else None
+
         out = t(config.w_out) if config.out_proj else None
-        b_out = torch.zeros(config.out_width) if config.out_proj and config.out_bias else None
+        b_out = given_bias(config.b_out, config.out_width, config.out_proj and config.out_bias)
         return Projections(
             t(config.w_query), t(config.w_key), t(config.w_value),
-            zeros(h * d_k), zeros(h * d_k), zeros(h * d_v), out, b_out,
+            given_bias(config.b_query, h * d_k, bias), given_bias(config.b_key, h * d_k, bias),
+            given_bias(config.b_value, h * d_v, bias), out, b_out,
         )  # fmt: skip
     sizes = (d_k, d_k, d_v)
     # the split layout draws one d_model x d_out matrix per projection and cuts its product into heads

@@ -44,7 +44,9 @@ def exec_script(config: Config) -> dict:
 def assert_reproduces(printed: dict, config: Config) -> None:
     r = compute(config)
     torch.testing.assert_close(torch.tensor(printed["weights"]), r.weights, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(torch.tensor(printed["output"]), r.output, atol=1e-5, rtol=1e-5)
+    # float32 sums in another order differ by a few ulps of the largest term, not of the (possibly cancelled) result
+    size = max(1.0, float(r.output.abs().max()), float(r.concat.abs().max()))
+    torch.testing.assert_close(torch.tensor(printed["output"]), r.output, atol=1e-5 * size, rtol=1e-5)
 
 
 # JSON -------------------------------------------------------------------------------------------
