@@ -300,6 +300,11 @@ class Config:
     def replace(self, **changes: Any) -> Config:
         return replace(self, **changes)
 
+    def changes(self) -> dict[str, Any]:
+        """The fields that differ from the defaults: `Config(**config.changes())` is this config again."""
+        default = Config()
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) != getattr(default, f.name)}
+
     def to_dict(self) -> dict[str, Any]:
         """Plain fields, matrices as lists of rows: JSON-ready."""
         out = {}

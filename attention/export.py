@@ -18,7 +18,7 @@ from typing import Any, TextIO
 import torch
 
 from . import masks
-from .config import SETTINGS, Config
+from .config import Config
 from .core import Result
 
 # A spreadsheet evaluates a cell that starts with one of these as a formula (OWASP, "CSV Injection").
@@ -281,7 +281,6 @@ class _Script:
     def header(self) -> None:
         c = self.c
         self.emit('"""Attention, step by step in plain PyTorch: reproduces attention.compute() for one config."""', "")
-        self.emit(*self.settings())
         self.emit("import json", *(["import math"] if self.needs_math else []), "", "import torch", "")
         if c.init == "linear":
             self.emit("")
@@ -294,16 +293,6 @@ class _Script:
             d_k, d_v = c.head_dims
             self.emit(f"d_model, d_k, d_v, h = {c.width}, {d_k}, {d_v}, {c.heads}  # every head has its own weights")
         self.emit("")
-
-    def settings(self) -> list[str]:
-        """A comment naming the scalar settings (attention.params) that differ from the defaults, as Config fields."""
-        default = Config()
-        changed = [
-            f"{name}={getattr(self.c, name)!r}"
-            for name, s in SETTINGS.items()
-            if s.kind not in ("text", "matrix", "vector", "mask") and getattr(self.c, name) != getattr(default, name)
-        ]
-        return [f"# Changed from the defaults: {', '.join(changed)}", ""] if changed else []
 
     def linear_def(self) -> None:
         """`linear(d_in, d_out)`: nn.Linear's default init drawn from g, with a bias argument only if needed."""

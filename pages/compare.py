@@ -22,10 +22,9 @@ def side(prefix: str, container) -> None:
         ui.slider(prefix + name, container=c[n % 2])
     ui.select(prefix + "mask", container=c[0])
     ui.select(prefix + "scale", container=c[1])
-    if ui.get(prefix + "mask") in ("padding", "window"):
-        ui.slider(prefix + ui.get(prefix + "mask"), container=c[0])
-    if ui.get(prefix + "scale") == "temperature":
-        ui.slider(prefix + "temperature", container=c[1])
+    for name, column in (("padding", c[0]), ("window", c[0]), ("temperature", c[1])):
+        if ui.in_use(prefix + name):  # shown only with the mask or scale it belongs to
+            ui.slider(prefix + name, container=column)
 
 
 st.title("Compare A/B")

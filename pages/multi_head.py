@@ -24,7 +24,7 @@ st.caption(
 # opens on four heads with nn.Linear's signed weights: Raschka's all-positive torch.rand weights make every head
 # attend alike, and the lesson is that heads differ
 ui.show_url_warnings(heads=4, init="linear")
-ui.controls(["sentence", "d_model", "layout", "heads", "d_k", "d_v", "init", "seed", "mask", "padding", "window"])
+ui.controls(["sentence", "d_model", "head_layout", "heads", "d_k", "d_v", "init", "seed", "mask", "padding", "window"])
 c1, c2 = st.columns(2)
 view = ui.radio("headview", container=c1)
 ui.toggle("out_proj", container=c2, help="Multiply the concatenated heads by W_out (as nn.MultiheadAttention does).")

@@ -65,7 +65,7 @@ def config_of(at: AppTest) -> Config:
     get = lambda name: at.session_state["p:" + name]  # noqa: E731
     custom = None
     if get("mask") == "custom":  # as the page reads the stored grid: causal when it does not fit
-        rows = [r for r in get("cmask").split(".") if r]
+        rows = [r for r in get("custom_mask").split(".") if r]
         t = len(Config(sentence=get("sentence")).tokens)
         fits = len(rows) == t and all(len(r) == t for r in rows)
         custom = [[c == "1" for c in r] for r in rows] if fits else [[j <= i for j in range(t)] for i in range(t)]
@@ -75,7 +75,7 @@ def config_of(at: AppTest) -> Config:
         d_k=get("d_k"),
         d_v=get("d_v"),
         heads=get("heads"),
-        head_layout=get("layout"),
+        head_layout=get("head_layout"),
         seed=get("seed"),
         mask=get("mask"),
         padding=get("padding"),
@@ -307,7 +307,7 @@ APP_CASES = [
         "app",
         "error",
         "does not divide",
-        url={"layout": "split", "heads": "3"},
+        url={"head_layout": "split", "heads": "3"},
         check=sidebar_error,
         recover=(("slider", "w:heads", 4),),
     ),
@@ -316,7 +316,7 @@ APP_CASES = [
             f"mask {mask} with the {layout} layout",
             "app",
             "ok",
-            url={"mask": mask, "layout": layout, "heads": "2"},
+            url={"mask": mask, "head_layout": layout, "heads": "2"},
             check=mask_and_layout(mask, layout),
         )
         for mask in MASKS
@@ -327,7 +327,7 @@ APP_CASES = [
         "app",
         "warning",
         "attend to no key",
-        url={"mask": "custom", "cmask": "000000.111111.111111.111111.111111.111111", "token": "0"},
+        url={"mask": "custom", "custom_mask": "000000.111111.111111.111111.111111.111111", "token": "0"},
         check=blocked_row,
         recover=(("selectbox", "w:mask", "none"),),
     ),
@@ -473,7 +473,7 @@ def run_app(case: Case) -> None:
     act(at, case.recover)  # and the next run with good values works
     assert not at.exception and not at.error and not at.warning, [e.value for e in (*at.error, *at.warning)]
     assert_shows_compute(at)
-    assert all(ui._linkable(k, v) for k, v in at.query_params.items())  # the URL reopens this view
+    assert all(ui.state._linkable(k, v) for k, v in at.query_params.items())  # the URL reopens this view
 
 
 def run_cli(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

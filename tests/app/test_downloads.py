@@ -109,7 +109,7 @@ def test_a_click_makes_the_file_from_the_recipe(monkeypatch: pytest.MonkeyPatch)
     at, handed = open_page("self_attention", monkeypatch, sentence=SENTENCE, heads="2", head="1", mask="causal")
     defaults = {name: ui.PARAMS[name].default for name in ("d_model", "d_k", "d_v", "seed", "padding", "window")}
     result = compute(Config(sentence=SENTENCE, heads=2, mask="causal", **defaults))  # the page's config
-    ui._cached.clear()  # the click recomputes it through the cache
+    ui.results._cached.clear()  # the click recomputes it through the cache
     csv, json_file = handed  # embeddings.csv (the picker's first choice), result.json
     m, rows, cols = ui.matrix_of(result, "embeddings", 1)
     assert csv() == export.matrix_csv(m, rows, cols)
@@ -131,7 +131,7 @@ CONFIGS = [
 
 @pytest.mark.parametrize("config", CONFIGS, ids=range(len(CONFIGS)))
 def test_a_recipe_gives_back_its_config_and_the_json_size_is_estimated(config: Config) -> None:
-    recipe = ui._Recipe.of(config)
+    recipe = ui.exports._Recipe.of(config)
     assert recipe.config() == config
     assert sys.getsizeof(recipe.mask) < 4 * len(config.tokens) ** 2 + 100
     actual = len(export.to_json(compute(config)))
@@ -141,22 +141,22 @@ def test_a_recipe_gives_back_its_config_and_the_json_size_is_estimated(config: C
 def test_a_recipe_keeps_a_custom_mask_as_text_and_refuses_big_given_matrices() -> None:
     t = 512
     config = Config(sentence=" ".join(f"w{i}" for i in range(t)), mask="custom", custom_mask=[[True] * t] * t)
-    recipe = ui._Recipe.of(config)
+    recipe = ui.exports._Recipe.of(config)
     assert recipe.config() == config
     assert len(recipe.mask) == t * (t + 1) - 1 and all(value is not config.custom_mask for _, value in recipe.fields)
-    assert ui._Recipe.of(Config.from_embeddings([[0.5] * 128] * 64)) is None
+    assert ui.exports._Recipe.of(Config.from_embeddings([[0.5] * 128] * 64)) is None
     preset = presets.PRESETS["chef-multi-head"].config  # given embeddings, a few dozen numbers
-    assert ui._Recipe.of(preset).config() == preset
+    assert ui.exports._Recipe.of(preset).config() == preset
 
 
 def test_the_gzipped_json_is_the_json(tmp_path: Path) -> None:
-    recipe = ui._Recipe.of(CONFIGS[1])
+    recipe = ui.exports._Recipe.of(CONFIGS[1])
     packed = ui.export_file("json.gz", recipe)
     assert gzip.decompress(packed).decode() == export.to_json(compute(CONFIGS[1]))
 
 
 def test_a_heavy_export_never_waits_for_another() -> None:
-    recipe = ui._Recipe.of(CONFIGS[1])
+    recipe = ui.exports._Recipe.of(CONFIGS[1])
     answers: dict[str, object] = {}
 
     def ask() -> None:
@@ -164,31 +164,31 @@ def test_a_heavy_export_never_waits_for_another() -> None:
             answers[what] = ui.export_file(what, recipe, 0, heavy=True)
         answers["light"] = ui.export_file("omega", recipe, 0)
 
-    with ui._EXPORT_LOCK:  # another heavy export is being made
+    with ui.exports._EXPORT_LOCK:  # another heavy export is being made
         other = threading.Thread(target=ask)
         other.start()
         other.join(timeout=30)
         assert not other.is_alive()  # answered at once, without the lock
-    assert answers["omega"] == ui.BUSY + "\n"
-    assert json.loads(answers["json"]) == {"busy": ui.BUSY}
-    assert json.loads(gzip.decompress(answers["json.gz"])) == {"busy": ui.BUSY}
+    assert answers["omega"] == ui.exports.BUSY + "\n"
+    assert json.loads(answers["json"]) == {"busy": ui.exports.BUSY}
+    assert json.loads(gzip.decompress(answers["json.gz"])) == {"busy": ui.exports.BUSY}
     m, rows, cols = ui.matrix_of(compute(CONFIGS[1]), "omega", 0)
     assert answers["light"] == export.matrix_csv(m, rows, cols)  # a light one is made as usual
     assert ui.export_file("omega", recipe, 0, heavy=True) == answers["light"]  # and the lock was given back
-    assert not ui._EXPORT_LOCK.locked()
+    assert not ui.exports._EXPORT_LOCK.locked()
 
 
 def test_too_big_is_not_offered_and_the_note_gives_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ui, "JSON_MAX_BYTES", 10_000)  # as the largest settings are against the real bounds
-    monkeypatch.setattr(ui, "CSV_MAX_CELLS", 50)
+    monkeypatch.setattr(ui.exports, "JSON_MAX_BYTES", 10_000)  # as the largest settings are against the real bounds
+    monkeypatch.setattr(ui.exports, "CSV_MAX_CELLS", 50)
     at, handed = open_page("self_attention", monkeypatch, sentence=SENTENCE, mask="causal", heads="2")
     disabled = {b.label for b in at.button if b.disabled}
     assert {"embeddings.csv", "result.json"} <= disabled
     captions = " ".join(c.value for c in at.caption)
     assert "too big to download here" in captions and "command line" in captions
     (command,) = [c.value for c in at.code if c.value.startswith("python -m attention")]
-    assert "--format json" in command and ui.INPUTS_FILE in command
-    assert [b.label for b in at.get("download_button")] == [ui.INPUTS_FILE]
+    assert "--format json" in command and ui.exports.INPUTS_FILE in command
+    assert [b.label for b in at.get("download_button")] == [ui.exports.INPUTS_FILE]
     assert len(handed) == 1  # only the inputs file is offered
 
 
@@ -198,7 +198,7 @@ def test_the_command_line_in_the_note_writes_the_same_numbers(
 ) -> None:
     command = ui.command_line(config)
     assert command[:3] == ["python", "-m", "attention"] and command[-2:] == ["--format", "json"]
-    (tmp_path / ui.INPUTS_FILE).write_text(ui.export_file("inputs", ui._Recipe.of(config)))
+    (tmp_path / ui.exports.INPUTS_FILE).write_text(ui.export_file("inputs", ui.exports._Recipe.of(config)))
     monkeypatch.chdir(tmp_path)
     assert cli(command[3:]) == 0
     written, want = json.loads(capsys.readouterr().out), json.loads(export.to_json(compute(config)))

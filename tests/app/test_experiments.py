@@ -259,13 +259,13 @@ def test_the_editor_starts_from_templates() -> None:
     at.button(key="me:window").click().run()
     ok(at)
     window = masks.window(6, 6, 2).tolist()
-    assert at.session_state["p:cmask"] == cmask(window)
-    assert at.query_params["cmask"] == cmask(window)
+    assert at.session_state["p:custom_mask"] == cmask(window)
+    assert at.query_params["custom_mask"] == cmask(window)
     at.slider(key="w:padding").set_value(2).run()
     at.button(key="me:padding").click().run()
-    assert at.session_state["p:cmask"] == cmask(masks.padding(6, 6, 2).tolist())
+    assert at.session_state["p:custom_mask"] == cmask(masks.padding(6, 6, 2).tolist())
     at.button(key="me:cmask:all").click().run()
-    assert at.session_state["p:cmask"] == "111111." * 5 + "111111"
+    assert at.session_state["p:custom_mask"] == "111111." * 5 + "111111"
 
 
 def test_the_editor_command_follows_the_setting() -> None:
@@ -287,8 +287,8 @@ def test_the_editor_export_is_what_the_command_line_reads(monkeypatch, tmp_path,
 
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
     rows = [[True, False, True], [False, True, False], [True, True, True]]
-    at = app("mask_editor", sentence="the cat -sat", d_k="8", seed="3", cmask=cmask(rows))
-    assert at.session_state["p:cmask"] == cmask(rows)
+    at = app("mask_editor", sentence="the cat -sat", d_k="8", seed="3", custom_mask=cmask(rows))
+    assert at.session_state["p:custom_mask"] == cmask(rows)
     url = at.get("download_button")[0].proto.url
     path = tmp_path / "mask.json"
     path.write_bytes(files[Path(url).stem])

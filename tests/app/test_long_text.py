@@ -28,7 +28,7 @@ def split_lengths(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         lengths.append(len(text))
         return real(text)
 
-    for module in (config_module, attention, ui):
+    for module in (config_module, attention, ui.results):
         monkeypatch.setattr(module, "tokenize", counting)
     return lengths
 
@@ -55,14 +55,14 @@ def test_a_long_sentence_is_refused_before_it_is_split(path: str, split_lengths:
 
 def test_a_long_key_value_sentence_is_refused_before_it_is_split(split_lengths: list[int]) -> None:
     at = on_page("cross_attention")
-    at.session_state["p:cross"] = LONG
+    at.session_state["p:cross_sentence"] = LONG
     split_lengths.clear()
     at.run()
     assert "the key/value sentence is 100,000 characters long" in " ".join(e.value for e in at.error)
     assert max(split_lengths, default=0) <= ui.MAX_CHARS
 
 
-@pytest.mark.parametrize("path, name", [("self_attention", "sentence"), ("cross_attention", "cross")])
+@pytest.mark.parametrize("path, name", [("self_attention", "sentence"), ("cross_attention", "cross_sentence")])
 def test_a_text_area_takes_at_most_max_chars(path: str, name: str, split_lengths: list[int]) -> None:
     at = on_page(path)
     assert at.text_area(key=f"w:{name}").max_chars == ui.MAX_CHARS  # the browser stops a paste there

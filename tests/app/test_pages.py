@@ -151,11 +151,11 @@ def test_masks_custom_editor_changes_the_weights_and_warns_on_an_empty_row():
     assert not weights.loc[(0, 1), "blocked"] and weights.loc[(0, 1), "value"] > 0  # "Life" now sees "is"
     assert weights.loc[5, "value"].eq(0).all()  # "first" sees nothing: zero weights
     assert len(at.warning) == 1 and "6 first" in at.warning[0].value and "zero" in at.warning[0].value
-    assert at.session_state["p:cmask"] == "110000.110000.111000.111100.111110.000000"
+    assert at.session_state["p:custom_mask"] == "110000.110000.111000.111100.111110.000000"
 
 
 def test_masks_custom_buttons_reset_the_grid():
-    at = page("masks", mask="custom", cmask="100000.010000.001000.000100.000010.000001")
+    at = page("masks", mask="custom", custom_mask="100000.010000.001000.000100.000010.000001")
     assert blocked(charts(at)["Softmax weights"]) == 30
     at.button(key="masks:cmask:all").click().run()
     assert blocked(charts(at)["Softmax weights"]) == 0
@@ -196,7 +196,7 @@ def test_multi_head_defaults_four_heads_that_differ_concat_and_shapes():
 
 @pytest.mark.parametrize(
     ("params", "more"),
-    [({}, 4), ({"layout": "split", "d_model": "9"}, 3), ({"layout": "split", "d_model": "10"}, 2)],
+    [({}, 4), ({"head_layout": "split", "d_model": "9"}, 3), ({"head_layout": "split", "d_model": "10"}, 2)],
 )
 def test_multi_head_at_one_head_offers_a_head_count_that_works(params: dict, more: int):
     at = page("multi_head", heads="1", **params)
@@ -224,7 +224,7 @@ def test_multi_head_small_multiples_share_one_colour_scale(view: str):
 
 
 def test_multi_head_at_one_head_with_a_prime_split_width_offers_no_button():
-    at = page("multi_head", layout="split", d_model="7", heads="1")
+    at = page("multi_head", head_layout="split", d_model="7", heads="1")
     assert "One head is plain self-attention" in texts(at)
     assert not [b for b in at.button if b.key == "mh:more"]
 
@@ -240,7 +240,7 @@ def test_multi_head_heads_slider_draws_one_heatmap_per_head():
 
 def test_multi_head_split_layout_and_d_model():
     at = page("multi_head", heads="4")
-    at = run_widget(at, "selectbox", "w:layout", "split")
+    at = run_widget(at, "selectbox", "w:head_layout", "split")
     steps = shapes(at)
     assert steps["project once: x @ W_q"] == "6 × 16"
     assert steps["split: view into heads"] == "6 × 4 × 4"
@@ -252,7 +252,7 @@ def test_multi_head_split_layout_and_d_model():
 
 
 def test_multi_head_split_layout_explains_heads_that_do_not_divide_d_model():
-    at = page("multi_head", layout="split", heads="3")
+    at = page("multi_head", head_layout="split", heads="3")
     sidebar_errors = [e.value for e in at.sidebar.error]
     assert len(sidebar_errors) == 1 and "3 does not divide it" in sidebar_errors[0]
     assert len(at.main.error) == 1 and "cannot be computed" in at.main.error[0].value
@@ -306,7 +306,7 @@ def test_cross_defaults_queries_from_one_sentence_keys_from_the_other():
 
 def test_cross_second_sentence_changes_the_rectangle():
     at = page("cross_attention")
-    at = run_widget(at, "text_area", "w:cross", "and it was served")
+    at = run_widget(at, "text_area", "w:cross_sentence", "and it was served")
     shown = charts(at)
     assert "Omega = Q Kᵀ (6 × 4)" in shown and "Softmax weights (6 × 4)" in shown
     assert len(shown["Softmax weights (6 × 4)"]) == 24
@@ -328,7 +328,7 @@ def test_cross_sliders_change_the_scores(key, value):
 
 
 def test_cross_empty_second_sentence_is_refused():
-    at = run_widget(page("cross_attention"), "text_area", "w:cross", "")
+    at = run_widget(page("cross_attention"), "text_area", "w:cross_sentence", "")
     assert len(at.error) == 1 and "cross sentence is empty" in at.error[0].value
     assert not chart_reader.drawn(at)
 

@@ -62,5 +62,5 @@ def test_a_view_too_big_for_a_link_writes_one_that_opens(page, app_url, page_err
     headers = response.request.all_headers()  # what this browser sends, cookies included
     assert status_over_a_network(app_url, f"{parts.path}?{parts.query}", headers).endswith("200 OK")
     # the harness sees the limit: the link that holds both sentences (what the app used to write) is refused
-    both = urllib.parse.urlencode({"sentence": QUERY_TEXT, "cross": KEY_TEXT, "seed": "7"})
+    both = urllib.parse.urlencode({"sentence": QUERY_TEXT, "cross_sentence": KEY_TEXT, "seed": "7"})
     assert not status_over_a_network(app_url, f"{parts.path}?{both}", headers).endswith("200 OK")

@@ -38,12 +38,12 @@ def test_any_link_opens_a_page_without_an_exception(params: dict) -> None:
     shown = " ".join(w.value for w in at.warning)
     for name, v in params.items():
         last = v[-1] if isinstance(v, list) else v
-        if name not in ui.PARAMS or not ui._linkable(name, last):  # refused: named in the warning, default kept
+        if name not in ui.PARAMS or not ui.state._linkable(name, last):  # refused: named in the warning, default kept
             assert "reset to defaults" in shown
         else:  # accepted: the page holds exactly the parsed value
-            assert at.session_state["p:" + name] == ui._parse(name, last) or name in ("token", "head")
+            assert at.session_state["p:" + name] == ui.state._parse(name, last) or name in ("token", "head")
     # whatever the page writes back into the URL, a link would open again without a warning
-    assert all(ui._linkable(k, v) for k, v in at.query_params.items()), at.query_params
+    assert all(ui.state._linkable(k, v) for k, v in at.query_params.items()), at.query_params
     assert not any(b for b in (at.error, at.warning) for e in b if "<img" in e.value)
 
 

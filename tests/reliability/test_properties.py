@@ -127,7 +127,7 @@ def test_the_app_never_seeds_or_draws_from_torchs_global_rng(monkeypatch) -> Non
 
 # --------------------------------------------------------------------------- no module-level session state
 
-SHARED = [ROOT / "ui.py", *sorted((ROOT / "attention").glob("*.py"))]  # imported once, shared by every session
+SHARED = [*sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "attention").glob("*.py"))]  # imported once, shared by every session
 SCRIPTS = [ROOT / "dashboard.py", *sorted((ROOT / "pages").glob("*.py"))]  # run afresh for every session
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "add", "discard",
             "remove", "__setitem__", "__delitem__"}  # fmt: skip
@@ -230,7 +230,7 @@ def test_every_cache_in_ui_is_bounded() -> None:
     assert caches
     for name, f in caches.items():
         assert f._info.max_entries, name
-    assert ui._cached._info.ttl and ui._cached_large._info.ttl  # results also expire
+    assert ui.results._cached._info.ttl and ui.results._cached_large._info.ttl  # results also expire
     for name, f in vars(ui).items():
         if hasattr(f, "cache_info"):  # functools caches
             assert f.cache_info().maxsize is not None, name
@@ -258,6 +258,6 @@ def test_the_shared_cache_stays_well_inside_community_clouds_memory() -> None:
     largest = Config(sentence=words, out_proj=True, dropout=0.5, **widest)
     assert _nbytes(compute(largest)) <= ui.result_bytes(largest)
     largest_cross = largest.replace(cross_sentence=words)
-    small, large = ui._cached._info.max_entries, ui._cached_large._info.max_entries
-    worst = small * ui.SMALL_RESULT_BYTES + large * ui.result_bytes(largest_cross)
+    small, large = ui.results._cached._info.max_entries, ui.results._cached_large._info.max_entries
+    worst = small * ui.results.SMALL_RESULT_BYTES + large * ui.result_bytes(largest_cross)
     assert worst < 512 * 2**20, worst / 2**20  # with ~350 MB of server and 20 sessions, far below 2.7 GB

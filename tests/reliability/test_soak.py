@@ -42,7 +42,7 @@ def test_six_and_six_heavy_sessions_stay_inside_community_clouds_memory(tmp_path
 def test_the_cache_lets_go_of_a_large_result_before_computing_the_next() -> None:
     words = " ".join(f"w{i}" for i in range(300))
     first = ui.compute(Config(sentence=words, heads=4, seed=1))
-    assert ui.result_bytes(first.config) > ui.SMALL_RESULT_BYTES  # a large one
+    assert ui.result_bytes(first.config) > ui.results.SMALL_RESULT_BYTES  # a large one
     gone = weakref.ref(first)
     del first
     second = ui.compute(Config(sentence=words, heads=4, seed=2))

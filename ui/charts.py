@@ -1,0 +1,152 @@
+"""Vega-Lite charts: lines with bands over d_k, bars of one row's weights, and the sweep's table.
+
+What belongs here: every chart that is not a heatmap, each spec built once (lru_cache) and fed a small frame
+each run. All of them go through `chart`, which writes the URL first (see its docstring).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from attention import experiments
+
+from .state import url_before_figure
+
+
+def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: Any = None, **kw: Any) -> Any:
+    """Every chart of the app goes through here: st.vega_lite_chart, with the URL brought up to date first.
+
+    Vega's SVG renderer points each colour legend's gradient at `url(<page address>#gradient_n)`. If the
+    address changes after a chart is drawn (the URL is rewritten at the end of a run), Chromium treats the
+    reference as another document's and the legend's colour bar vanishes. So the URL is written before the
+    run's first chart (and again after a parameter changes mid-run), and the address each chart is drawn
+    under is the one it keeps.
+    """
+    url_before_figure()
+    return (container or st).vega_lite_chart(frame, spec, width="stretch", height=height, key=key, **kw)
+
+
+SWEEP_SERIES = ("unscaled", "scaled ÷ √d_k")  # the legend's names of experiments.VARIANTS, in its order
+
+
+def sweep_frame(sweep: experiments.ScalingSweep, metric: str) -> pd.DataFrame:
+    """One metric of a sweep in long form for `band_chart`: d_k, series, mean, lo, hi (10th/90th percentile)."""
+    parts = []
+    for variant in experiments.VARIANTS:
+        mean, lo, hi = sweep.band(metric, variant)
+        name = SWEEP_SERIES[experiments.VARIANTS.index(variant)]
+        parts.append(pd.DataFrame({"d_k": sweep.d_ks.numpy(), "series": name, "mean": mean.numpy(),
+                                   "lo": lo.numpy(), "hi": hi.numpy()}))  # fmt: skip
+    return pd.concat(parts, ignore_index=True)
+
+
+@functools.lru_cache(maxsize=32)
+def _band_spec(title: str, y_title: str, height: int) -> dict:
+    """Vega-Lite spec of mean lines with a band each over a log x axis, and a rule at x = param `current`."""
+    empty = pd.DataFrame({"d_k": [1], "series": ["a"], "mean": [0.0], "lo": [0.0], "hi": [0.0]})
+    x = alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(title="d_k (log scale)", values=[
+        1, 2, 4, 8, 16, 32, 64, 128, 256, 512]))  # fmt: skip
+    colour = alt.Color(
+        "series:N",
+        # apart for every colour vision; the teal is mid-dark so that it reads on the light and the dark theme
+        scale=alt.Scale(domain=list(SWEEP_SERIES), range=["#e66100", "#0a8494"]),
+        # one entry a line: side by side, a third of a projector's 1024 px cut "scaled ÷ √d_k" to "s"
+        legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=0),
+    )
+    base = alt.Chart(empty).encode(x=x, color=colour)
+    band = base.mark_area(opacity=0.25).encode(y=alt.Y("lo:Q", title=y_title), y2="hi:Q")
+    tooltip = [
+        alt.Tooltip("series:N"),
+        alt.Tooltip("d_k:Q"),
+        alt.Tooltip("mean:Q", format=".3f"),
+        alt.Tooltip("lo:Q", format=".3f", title="10th percentile"),
+        alt.Tooltip("hi:Q", format=".3f", title="90th percentile"),
+    ]
+    line = base.mark_line(point=True).encode(
+        y="mean:Q", strokeDash=alt.StrokeDash("series:N", legend=None), tooltip=tooltip
+    )
+    spec = alt.layer(band, line).properties(title=title, height=height).to_dict()
+    spec.pop("datasets", None)
+    spec.pop("data", None)
+    for layer in spec["layer"]:
+        layer.pop("data", None)
+    spec["layer"].append(
+        {
+            "data": {"values": [{}]},
+            "mark": {"type": "rule", "color": "#666", "strokeDash": [2, 2]},
+            "encoding": {"x": {"datum": {"expr": "current"}, "type": "quantitative"}},
+        }
+    )
+    return spec
+
+
+def band_chart(
+    frame: pd.DataFrame, *, title: str, y_title: str, current: float, key: str, container: Any = None, height: int = 240
+) -> None:
+    """Lines of `mean` over a log d_k axis, one per `series`, each in a band from `lo` to `hi`; a dashed
+    rule marks d_k = current (the slider's value). The spec is built once; each run sends the frame."""
+    spec = dict(_band_spec(title, y_title, height))
+    spec["params"] = [{"name": "current", "value": float(current)}]
+    # the element's height holds the plot, the title, the axis and the legend below it
+    chart(frame, spec, height=height + 130, key=key, container=container)
+
+
+@functools.lru_cache(maxsize=32)
+def _bars_spec(title: str, height: int) -> dict:
+    """Vega-Lite spec of horizontal bars, one per row label (param rowLabels), blocked rows grey."""
+    empty = pd.DataFrame({"i": [0], "value": [0.0], "blocked": [False]})
+    base = alt.Chart(empty).transform_calculate(
+        row="rowLabels[datum.i]", shown="datum.blocked ? '0 (masked)' : format(datum.value, '.3f')"
+    ).encode(
+        y=alt.Y("i:O", title=None, axis=alt.Axis(labelExpr="rowLabels[datum.value]", labelLimit=90)),
+        x=alt.X("value:Q", title="weight", scale=alt.Scale(domainMin=0)),
+        tooltip=[alt.Tooltip("row:N", title="key"), alt.Tooltip("shown:N", title="weight")],
+    )  # fmt: skip
+    bar = base.mark_bar().encode(
+        color=alt.condition("datum.blocked", alt.value("#c8c8c8"), alt.value("#0a8494"))
+    )  # fmt: skip
+    text = base.mark_text(align="left", dx=3, fontSize=10).encode(text="shown:N")
+    spec = alt.layer(bar, text).properties(title=title, height=height).to_dict()
+    spec.pop("datasets", None)
+    spec.pop("data", None)
+    for layer in spec["layer"]:
+        layer.pop("data", None)
+    return spec
+
+
+def bars(values: torch.Tensor, rows: Sequence[str], *, title: str, key: str, blocked: torch.Tensor | None = None,
+         container: Any = None, height: int | None = None) -> None:  # fmt: skip
+    """Horizontal bars of one number per row label, in order (e.g. one query's weights over the keys).
+
+    blocked: a (rows,) bool tensor, True where the row may be attended; the others show grey and '0 (masked)'.
+    The default height matches `heatmap` of the same number of rows.
+    """
+    n = values.shape[0]
+    height = height or int(min(max(24 * n, 100), 520)) + 100
+    frame = pd.DataFrame(
+        {
+            "i": np.arange(n, dtype=np.int32),
+            "value": values.detach().to(torch.float32).numpy(),
+            "blocked": np.zeros(n, dtype=bool) if blocked is None else ~blocked.numpy(),
+        }
+    )
+    spec = dict(_bars_spec(title, height))
+    spec["params"] = [{"name": "rowLabels", "value": list(rows)}]
+    chart(frame, spec, height=height, key=key, container=container)
+
+
+def sweep_table(sweep: experiments.ScalingSweep) -> pd.DataFrame:
+    """A sweep's means over the seeds, one row per d_k, one column per metric and variant."""
+    table = {"d_k": sweep.d_ks.numpy()}
+    for metric, name in (("spread", "score std"), ("entropy", "entropy"), ("top", "largest weight")):
+        for variant in experiments.VARIANTS:
+            table[f"{name}, {variant}"] = sweep.band(metric, variant)[0].numpy()
+    return pd.DataFrame(table)

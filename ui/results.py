@@ -1,0 +1,136 @@
+"""From the parameters to a Result: the Config they describe, computed once and shared by every session.
+
+What belongs here: building the Config from `ui.state` (`config_from_state`, read generically from the Config's
+declarations), the bounded caches every session shares, and the `*_or_stop` helpers that explain a setting
+that cannot be computed and stop the page. No drawing, no math: `attention.compute` does that.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import streamlit as st
+
+from attention import Config, Result, experiments
+from attention import compute as _compute_uncached
+from attention.config import SETTINGS, tokenize
+from attention.weights import projection_numbers
+
+from .state import MAX_CHARS, PARAMS, finish, get
+from .widgets import custom_mask
+
+
+def check_length(text: str, what: str = "the sentence") -> None:
+    """ValueError for a text over MAX_CHARS: call before tokenizing it (a 23 MB paste splits into 770 MB)."""
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"{what} is {len(text):,} characters long; paste at most {MAX_CHARS:,}")
+
+
+_CAST = {"int": int, "float": float, "bool": bool, "choice": str}
+
+
+def config_from_state(**overrides: Any) -> Config:
+    """The Config the current parameters describe (ValueError when they cannot work).
+
+    Every number, switch and choice the dashboard offers (a declaration with `dashboard=...`) comes from its
+    parameter; the sentence too. The key/value sentence only when a page passes it (cross-attention), and the
+    custom mask from its rows of 0/1 when the mask is custom.
+    """
+    sentence = str(overrides.pop("sentence", get("sentence")))
+    cross = overrides.pop("cross_sentence", None)
+    check_length(sentence)  # before anything splits it into words
+    check_length(cross or "", "the key/value sentence")
+    fields: dict[str, Any] = {"sentence": sentence, "cross_sentence": cross}
+    for name, s in SETTINGS.items():
+        if name in PARAMS and s.kind in _CAST:
+            fields[name] = _CAST[s.kind](get(name))
+    fields.update(overrides)
+    if fields["mask"] == "custom" and fields.get("custom_mask") is None:
+        t_q = len(tokenize(fields["sentence"]))
+        t_k = len(tokenize(fields["cross_sentence"])) if fields["cross_sentence"] else t_q
+        fields["custom_mask"] = custom_mask(t_q, t_k) if t_q and t_k else None
+    return Config(**fields)
+
+
+# The caches are shared by every session of the server, so they are bounded in bytes, not only in
+# entries. Community Cloud gives the whole app 690 MB; the server holds ~385 MB once torch, pandas and
+# Streamlit are imported. So: 64 results of up to 512 KiB (the common sizes: up to ~150 tokens at one head),
+# 32 MiB at most, and one larger result (up to ~135 MiB at 512 tokens, 16 heads, d = 256), dropped before the
+# next large one is computed, so that two are never held by the cache at once (benchmarks/soak.py).
+SMALL_RESULT_BYTES = 512 << 10
+# Large results are computed one at a time (~0.3 s each at the largest), so that two sessions asking for two
+# different large results at once do not hold three of them.
+_LARGE_LOCK = threading.Lock()
+
+
+def result_bytes(config: Config) -> int:
+    """About how many bytes a Result of this config holds (float32; the (h, T_q, T_k) matrices dominate)."""
+    t_q, t_k = len(config.tokens), len(config.key_tokens)
+    d_k, d_v = config.head_dims
+    h, d = config.heads, config.width
+    scores = 5 * h * t_q * t_k  # omega, scaled, masked, weights, dropped weights
+    vectors = h * (t_q * d_k + t_k * (d_k + d_v) + 2 * t_q * d_v) + (t_q + t_k) * d  # q, k, v, context, concat, x
+    params = projection_numbers(config) + t_q * d
+    return 4 * (scores + vectors + params) + t_q * t_k
+
+
+@st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
+def _cached(_config: Config, key: str) -> Result:
+    return _compute_uncached(_config)
+
+
+@st.cache_resource(max_entries=1, ttl=600, show_spinner=False)
+def _cached_large(_config: Config, key: str) -> Result:
+    with _LARGE_LOCK:
+        # Runs only on a miss: the cache would evict its one entry only after storing this one, so that for
+        # a moment it would hold two of up to 135 MiB; it lets go of the old one first instead.
+        _cached_large.clear()
+        return _compute_uncached(_config)
+
+
+def compute(config: Config) -> Result:
+    """compute(), cached on the config: at most 64 small results for an hour and 1 large one for ten minutes."""
+    cache = _cached if result_bytes(config) <= SMALL_RESULT_BYTES else _cached_large
+    return cache(config, repr(config))
+
+
+def tokens_or_stop(name: str = "sentence") -> tuple[str, ...]:
+    """The tokens of a stored sentence, checked for length before it is split; a longer one is explained and
+    the page stopped, as `result_or_stop` does."""
+    text = str(get(name))
+    try:
+        check_length(text)
+    except ValueError as exc:
+        st.error(f"This setting cannot be computed: {exc}")
+        finish()
+        st.stop()
+    return tokenize(text)
+
+
+def result_or_stop(**overrides: Any) -> Result:
+    """Build the config from the controls and compute it; on a bad config explain and stop the page."""
+    try:
+        return compute(config_from_state(**overrides))
+    except ValueError as exc:
+        st.error(f"This setting cannot be computed: {exc}")
+        finish()
+        st.stop()
+
+
+def config_or_stop(what: str = "This setting", **overrides: Any) -> Config:
+    """The Config the controls describe (with overrides); on a bad one explain (naming `what`) and stop the page."""
+    try:
+        return config_from_state(**overrides)
+    except ValueError as exc:
+        st.error(f"{what} cannot be computed: {exc}")
+        finish()
+        st.stop()
+
+
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def scaling_sweep(
+    tokens: int, first_seed: int, n_seeds: int, d_ks: tuple[int, ...] = experiments.DK_GRID
+) -> experiments.ScalingSweep:
+    """`experiments.scaling_sweep` (default d_k = 1..512) for n_seeds seeds from first_seed, cached; read only."""
+    return experiments.scaling_sweep(d_ks, seeds=range(first_seed, first_seed + n_seeds), tokens=tokens)

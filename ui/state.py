@@ -1,0 +1,275 @@
+"""The dashboard's parameters: what each one is, its value in the session, and the URL that shares it.
+
+What belongs here: the list of parameters (`PARAMS`), reading a link once per session, `get`/`put`, a page's
+own defaults, and writing the URL back. Nothing here draws on the page.
+
+Every setting of `attention.Config` that is declared with `dashboard=...` (attention/config.py) is a parameter
+under its field name; the parameters of the dashboard's own views (the followed token, the head shown, step
+mode, Compare's side B, ...) are declared below, in `VIEW`, with the same `Param`. Each parameter has one
+canonical value in `st.session_state["p:NAME"]`, seeded from the URL once per session and written back to the
+URL after every run, so values survive page switches (widget state does not) and a copied link opens the same
+view. Links written before the URL used the Config's names (`layout`, `cross`, `cmask`) still open the same
+view: `RENAMED` reads them, and the next run writes the new names.
+
+Streamlit 1.67's `bind="query-params"` syncs one widget with the URL; it is not used because the dashboard
+needs what it does not do: a parameter is shared by every page, including pages that show no widget for it;
+a page has defaults of its own (Masks opens causal) that a link must not repeat; a bad value in a link is named
+in a warning rather than dropped in silence; and a link too long for a server (a pasted page of text) leaves
+the longest texts out and says so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from attention import presets
+from attention.config import MAX_TOKENS, SETTINGS
+from attention.params import Param
+
+MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
+STAGES = ("Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context")  # step mode
+
+
+@dataclass(frozen=True)
+class Control:
+    """A parameter as the dashboard holds it: its URL kind, starting value, range or choices, label and help."""
+
+    kind: str  # int | float | choice | text | bool | bits
+    default: Any
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+    label: str = ""
+    help: str | None = None
+
+
+def _control(name: str, p: Param) -> Control:
+    """The dashboard's view of a declaration: the narrower range or choices it offers, its starting value."""
+    offered = p.dashboard
+    if p.kind == "mask":  # a custom mask travels as rows of 0/1 joined by '.'
+        return Control("bits", "", label=p.label, help=p.help)
+    if p.kind == "choice":
+        choices = p.choices if offered is True else tuple(offered)
+        return Control("choice", p.start, choices=choices, label=p.label, help=p.help)
+    lo, hi = (p.lo, p.hi) if offered is True else (offered if p.kind in ("int", "float") else (None, None))
+    return Control(p.kind, p.start, lo, hi, label=p.label, help=p.help)
+
+
+# The dashboard's own parameters: what a page shows, not what attention computes.
+B_SIDE = ("d_k", "d_v", "heads", "seed", "mask", "padding", "window", "scale", "temperature")  # Compare A/B
+VIEW: dict[str, Param] = {
+    "token": Param("int", "Token followed", "The query whose row the walkthrough writes out with its numbers.",
+                   default=1, lo=0, hi=MAX_TOKENS - 1),  # Raschka follows x_2
+    "head": Param("int", "Head shown", "Which head's matrices are drawn.", default=0, lo=0, hi=15),
+    "step": Param("int", "Stage", "The stage step mode shows.", default=0, lo=0, hi=len(STAGES) - 1),
+    "stepmode": Param("bool", "Step-by-step mode", "One stage at a time, with a sentence to say for each.",
+                      default=False),
+    "present": Param("bool", "Presenter mode", "For a projector: hides the controls and enlarges the type. In the "
+                     "link as present=true.", default=False),
+    "preset": Param("choice", "Tutorial preset", "The tutorial whose setting and printed numbers are shown.",
+                    default=next(iter(presets.PRESETS)), choices=tuple(presets.PRESETS)),
+    "headview": Param("choice", "Per-head heatmaps show", "The softmax weights or the raw scores of every head.",
+                      default="weights", choices=("weights", "omega")),
+    "cview": Param("choice", "Matrix compared", "Which matrix Compare A/B draws side by side.", default="weights",
+                   choices=("weights", "omega", "context")),
+    "temp": Param("float", "Temperature τ: weights = softmax(omega / τ)", "Divide the scores by τ before the "
+                  "softmax: the curves show what √d_k does as a temperature.", default=1.0, lo=0.1, hi=20.0),
+    "nseeds": Param("int", "Seeds in the band", "How many seeds each band of the sweep is drawn over.", default=32,
+                    lo=2, hi=64),
+}  # fmt: skip
+
+PARAMS: dict[str, Control] = {name: _control(name, p) for name, p in SETTINGS.items() if p.dashboard is not None}
+PARAMS.update({name: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help) for name, p in VIEW.items()})
+# Compare's side B: A's parameters under a b_ prefix, one seed apart so the page opens on a difference
+PARAMS.update({"b_" + n: PARAMS[n] for n in B_SIDE})
+PARAMS["b_seed"] = Control("int", 124, 0, 9999, label=PARAMS["seed"].label, help=PARAMS["seed"].help)
+
+# URL keys of links written before the URL used the Config's field names: read, then written under the new name
+RENAMED = {"layout": "head_layout", "cross": "cross_sentence", "cmask": "custom_mask"}
+
+
+def _parse(name: str, raw: str) -> Any:
+    """A URL value as its parameter's type; ValueError when malformed or out of range."""
+    p = PARAMS[name]
+    if p.kind == "text":
+        if len(raw) > MAX_CHARS:
+            raise ValueError("too long")
+        if not raw.strip():
+            raise ValueError("empty")  # a link should open a view that computes
+        return raw
+    if p.kind == "choice":
+        if raw not in p.choices:
+            raise ValueError("unknown choice")
+        return raw
+    if p.kind == "bool":
+        if raw.lower() not in ("true", "false", "1", "0"):
+            raise ValueError("not true/false")
+        return raw.lower() in ("true", "1")
+    if p.kind == "bits":
+        if raw and not re.fullmatch(r"[01]{1,512}(\.[01]{1,512}){0,511}", raw):
+            raise ValueError("not rows of 0/1")
+        return raw
+    value: float = int(raw) if p.kind == "int" else float(raw)
+    if not math.isfinite(value) or not p.lo <= value <= p.hi:
+        raise ValueError("out of range")
+    return value
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def init_state() -> None:
+    """Every run, from dashboard.py: once per session, seed every parameter from the URL, noting what
+    was unusable; and on each run, mark the URL as not yet written (see `ui.charts.chart`)."""
+    ss = st.session_state
+    ss["_url_synced"] = False
+    if ss.get("_state_ready"):
+        return
+    bad = []
+    touched = set()
+    old = {new: old for old, new in RENAMED.items()}
+    for name, p in PARAMS.items():
+        ss["p:" + name] = p.default
+        values = st.query_params.get_all(name) or (st.query_params.get_all(old[name]) if name in old else [])
+        if not values:
+            continue
+        try:
+            ss["p:" + name] = _parse(name, values[-1])
+            touched.add(name)
+        except (ValueError, OverflowError):
+            bad.append(name)
+    ss["_touched"] = touched  # set by the link or by the user: a page's own defaults leave these alone
+    unknown = [k for k in st.query_params.keys() if k not in PARAMS and k not in RENAMED]
+    ss["_url_warnings"] = bad + unknown
+    ss["_state_ready"] = True
+
+
+def get(name: str) -> Any:
+    return st.session_state.get("p:" + name, PARAMS[name].default)
+
+
+def put(name: str, value: Any, *, touched: bool = True) -> None:
+    """Set a parameter; touched (the default: a person or a link chose it) keeps pages' defaults off it."""
+    st.session_state["p:" + name] = value
+    st.session_state["_url_synced"] = False  # the next figure writes the URL first
+    if touched:
+        st.session_state.setdefault("_touched", set()).add(name)
+
+
+def default(name: str) -> Any:
+    """The parameter's default on this page: the page's own (see `page_defaults`), else the declared one."""
+    return st.session_state.get("_page_defaults", {}).get(name, PARAMS[name].default)
+
+
+def page_defaults(**values: Any) -> None:
+    """A page's own defaults, so that it opens on its lesson (Masks on a causal mask, Multi-head on four heads).
+
+    Parameters nobody has set (not in the link, not moved by the user) take them on this page, and go back to the
+    declared defaults on a page without them. A link writes every value that differs from its page's default, so
+    it reopens exactly the view it was copied from.
+    """
+    ss = st.session_state
+    before = ss.get("_page_defaults", {})
+    ss["_page_defaults"] = values
+    touched = ss.get("_touched", set())
+    for name in set(before) | set(values):
+        if name not in touched:
+            put(name, values.get(name, PARAMS[name].default), touched=False)
+
+
+def allowed(name: str) -> str:
+    """What a parameter accepts, in words, for a warning: 'a whole number from 0 to 9999', 'one of none, causal'."""
+    p = PARAMS[name]
+    if p.kind == "int":
+        return f"a whole number from {int(p.lo)} to {int(p.hi)}"
+    if p.kind == "float":
+        return f"a number from {p.lo:g} to {p.hi:g}"
+    if p.kind == "choice":
+        return "one of " + ", ".join(p.choices)
+    if p.kind == "bool":
+        return "true or false"
+    if p.kind == "bits":
+        return "rows of 0 and 1 joined by '.'"
+    return f"text of 1 to {MAX_CHARS:,} characters"
+
+
+def _linkable(name: str, raw: str) -> bool:
+    """Whether the URL reader would accept this value (a link never carries one it would reset)."""
+    try:
+        _parse(name, raw)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+# The longest query string a link carries, percent-encoded as the browser sends it. Measured against
+# `streamlit run dashboard.py` (uvicorn with h11): a request whose line and headers pass 16 KiB before they
+# have all arrived is refused with 400, and over a real network they arrive in pieces (on loopback up to
+# ~128 KB can come at once and pass, which hides the limit). 8,000 leaves half of the 16 KiB to the path,
+# the browser's headers and cookies, and fits the 8 KiB request line of common proxies (nginx, Apache).
+URL_MAX = 8_000
+# Parameters that can be long, left out of a link (the longest first) until it fits, and their words.
+LONG_PARAMS = {"sentence": "the sentence", "cross_sentence": "the key/value sentence", "custom_mask": "the custom mask"}
+
+
+def sync_url() -> None:
+    """Write every non-default parameter to the URL (a copied link reopens this view).
+
+    Values a link could not carry (a 100,000-character paste, an empty sentence) are left out, and so are
+    the longest texts when the link would pass URL_MAX: their names go to session_state["_url_left_out"].
+    """
+    wanted = {n: _format(get(n)) for n in PARAMS if get(n) != default(n)}
+    wanted = {n: v for n, v in wanted.items() if _linkable(n, v)}
+    left_out = []
+    longest_first = sorted((n for n in LONG_PARAMS if n in wanted), key=lambda n: -len(urllib.parse.quote(wanted[n])))
+    for name in longest_first:
+        if len(urllib.parse.urlencode(wanted)) <= URL_MAX:  # encoded as st.query_params writes it
+            break
+        left_out.append(name)
+        del wanted[name]
+    st.session_state["_url_left_out"] = left_out
+    if dict(st.query_params.to_dict()) != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def url_before_figure() -> None:
+    """Write the URL before the run's first figure (and again after a parameter changed mid-run): see `chart`."""
+    if not st.session_state.get("_url_synced"):
+        sync_url()
+        st.session_state["_url_synced"] = True
+
+
+def ensure_frame() -> None:
+    """Make sure this run went through dashboard.py; if not, rerun so that it does.
+
+    With a folder called pages/ beside the entry script, Streamlit starts in its older
+    folder-based navigation and, until some session opens `/`, runs a deep-linked page file
+    on its own: no page config, no navigation and no URL state. The flag below is what
+    `st.navigation` itself sets; clearing it and rerunning runs dashboard.py, which opens the
+    same page (its URL path is its file name) with the link's parameters.
+    """
+    if st.session_state.get("_state_ready"):
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+    st.rerun()
+
+
+def finish() -> None:
+    """Call last on every page: writes the state back into the URL, and says what a link could not hold."""
+    sync_url()
+    left = st.session_state.get("_url_left_out", [])
+    left_out = [words for name, words in LONG_PARAMS.items() if name in left]
+    if left_out:
+        what = " and ".join(left_out) + (" are" if len(left_out) > 1 else " is")
+        st.caption(f":material/link_off: This view is too big to share as a link: {what} not in the address.")

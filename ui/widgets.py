@@ -1,0 +1,230 @@
+"""The sidebar and page controls: one widget per parameter, labelled and explained by its declaration.
+
+What belongs here: widgets that read and write a parameter of `ui.state` (sliders, selects, toggles, text
+areas), the sidebar's `controls`, presenter mode, the custom-mask editor and the buttons that set several
+parameters at once. A widget takes its label, help and range from the parameter's declaration
+(attention/config.py for the Config's settings, `ui.state.VIEW` for the dashboard's own).
+
+Every widget is keyed "w:NAME" and copies its value into the parameter in its on_change callback, so the value
+survives pages that do not show the widget. Callbacks live here, not in pages: a function defined in a page
+holds the page's globals (its Results) for as long as the session keeps the widget.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from attention import masks
+from attention.config import SETTINGS
+
+from .markup import labels, plain
+from .state import B_SIDE, MAX_CHARS, PARAMS, allowed, ensure_frame, get, page_defaults, put
+
+
+# Presenter mode: the sidebar (and so the controls) hidden, all type a quarter larger (Streamlit sizes its text in
+def _copy(name: str) -> None:
+    put(name, st.session_state["w:" + name])
+    st.session_state.pop("_url_warnings", None)  # the user has moved on from the link's values
+
+
+def _label(labels: dict[Any, str], option: Any) -> str:
+    return labels.get(option, str(option))
+
+
+def _widget(factory: Callable, name: str, *args: Any, container: Any = None, label: str = "", **kw: Any) -> Any:
+    key = "w:" + name
+    st.session_state[key] = get(name)
+    if "format_func" in kw:
+        # Streamlit keeps a widget's format_func for the session; one a page defines holds the page's globals,
+        # its Result among them. Only the labels it gives for these options are kept.
+        shown = {option: str(kw["format_func"](option)) for option in args[0]}
+        kw["format_func"] = functools.partial(_label, shown)
+    kw.setdefault("help", PARAMS[name].help)
+    target = container or st.sidebar
+    label = label or PARAMS[name].label or name
+    return getattr(target, factory)(label, *args, key=key, on_change=_copy, args=(name,), **kw)
+
+
+def slider(name: str, container: Any = None, *, top: int | None = None, **kw: Any) -> int | float:
+    """A slider over the parameter's range; top narrows an int range (e.g. padding up to T) and clamps the value."""
+    p = PARAMS[name]
+    lo, hi = (int(p.lo), int(p.hi)) if p.kind == "int" else (p.lo, p.hi)
+    if top is not None:
+        hi = max(min(hi, int(top)), lo + 1)
+        clamped = min(max(get(name), lo), hi)
+        if clamped != get(name):
+            put(name, clamped, touched=False)  # kept in range, not chosen
+    if name == "dropout":
+        kw.setdefault("step", 0.01)
+    return _widget("slider", name, lo, hi, container=container, **kw)
+
+
+def select(name: str, container: Any = None, **kw: Any) -> str:
+    return _widget("selectbox", name, PARAMS[name].choices, container=container, **kw)
+
+
+def radio(name: str, container: Any = None, **kw: Any) -> str:
+    """A horizontal radio over a choice parameter's choices."""
+    kw.setdefault("horizontal", True)
+    return _widget("radio", name, PARAMS[name].choices, container=container, **kw)
+
+
+def toggle(name: str, container: Any = None, **kw: Any) -> bool:
+    return _widget("toggle", name, container=container, **kw)
+
+
+def text(name: str, container: Any = None, **kw: Any) -> str:
+    """A text area that takes at most MAX_CHARS characters (the browser stops a paste there, and so does the
+    server with what a client sends past it)."""
+    return _widget("text_area", name, container=container, height=80, max_chars=MAX_CHARS, **kw)
+
+
+def pick(name: str, options: Sequence[Any], label: str, *, format_func: Callable = str, container: Any = None) -> Any:
+    """A select box over options for a stored parameter (kept in range of the options)."""
+    if get(name) not in options:
+        put(name, options[min(max(int(get(name)), 0), len(options) - 1)] if PARAMS[name].kind == "int" else options[0])
+    return _widget("selectbox", name, options, container=container or st, label=label, format_func=format_func)
+
+
+def head_picker(heads: int) -> int:
+    """Which head to show, when there is more than one."""
+    if heads <= 1:
+        return 0
+    return int(pick("head", list(range(heads)), "Head shown", format_func=lambda h: f"head {h + 1}"))
+
+
+def in_use(name: str) -> bool:
+    """Whether a setting matters now: one declared `when=(other, value)` only while other has that value
+    (the temperature with scale "temperature", the window with mask "window"); B's settings follow B's."""
+    side, base = ("b_", name[2:]) if name.startswith("b_") else ("", name)
+    when = SETTINGS[base].when if base in SETTINGS else None
+    return when is None or get(side + when[0]) == when[1]
+
+
+def controls(names: Sequence[str]) -> None:
+    """The sidebar controls for the named parameters, with explanations next to them."""
+    st.sidebar.markdown("**Controls**")
+    for name in names:
+        p = PARAMS[name]
+        if not in_use(name):
+            continue
+        if name in ("d_k", "d_v") and get("head_layout") == "split" and "head_layout" in names:
+            st.sidebar.caption(f"{name}: set by the split layout to d_model / heads.")
+            continue
+        if p.kind == "text":
+            text(name)
+        elif p.kind == "choice":
+            select(name)
+        elif p.kind == "bool":
+            toggle(name)
+        else:
+            slider(name)
+        if name == "heads" and get("head_layout") == "split" and get("d_model") % get("heads"):
+            st.sidebar.error(
+                f"The split layout cuts d_model = {get('d_model')} into equal heads: "
+                f"{get('heads')} does not divide it. Pick a divisor of {get('d_model')}."
+            )
+        if name == "mask" and get("mask") == "custom":
+            st.sidebar.caption("Custom mask: edit it cell by cell on the Masks page or in the Mask editor.")
+
+
+# rem, and the heatmaps scale their labels with the root font size), for a projector at the back of a room.
+PRESENTER_CSS = """<style>
+html { font-size: 20px; }
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {
+  display: none !important;
+}
+</style>"""
+
+
+def presenter_toggle() -> bool:
+    """The presenter-mode switch, in the URL as present=true: in the sidebar normally; at the top of the page while
+    on, since the sidebar is hidden then. Returns whether it is on."""
+    on = bool(get("present"))
+    help_text = "For a projector: hides the controls and enlarges the type. In the link as present=true."
+    if on:
+        st.html(PRESENTER_CSS)
+        toggle("present", container=st, help=help_text)
+    else:
+        toggle("present", container=st.sidebar, help=help_text)
+    return on
+
+
+def show_url_warnings(**defaults: Any) -> None:
+    """Call first on every page: runs it inside the frame, applies the page's own defaults (see `page_defaults`),
+    offers presenter mode, then warns about unusable link values."""
+    ensure_frame()
+    page_defaults(**defaults)
+    presenter_toggle()
+    bad = st.session_state.get("_url_warnings") or []
+    if bad:
+        # unknown keys are the link's own text: shown shortened and inert, never as Markdown or HTML
+        names = "; ".join(
+            plain(f"{n} ({allowed(n)})" if n in PARAMS else (n if len(n) <= 40 else n[:39] + "…") + " (unknown)")
+            for n in sorted(set(bad))
+        )
+        st.warning(f"Some link parameters were missing a valid value and were reset to defaults: {names}.")
+
+
+def custom_mask(t_q: int, t_k: int) -> tuple[tuple[bool, ...], ...]:
+    """The stored custom mask, or causal when none fits this shape."""
+    rows = [r for r in get("custom_mask").split(".") if r]
+    if len(rows) == t_q and all(len(r) == t_k for r in rows):
+        return tuple(tuple(c == "1" for c in r) for r in rows)
+    return tuple(tuple(j <= i for j in range(t_k)) for i in range(t_q))
+
+
+def store_custom_mask(mask: Sequence[Sequence[bool]]) -> None:
+    put("custom_mask", ".".join("".join("1" if c else "0" for c in row) for row in mask))
+
+
+def _set_custom_mask(key: str, mask: Sequence[Sequence[bool]]) -> None:
+    store_custom_mask(mask)
+    # a new editor key drops the grid's pending cell edits, which would otherwise be replayed on the new mask
+    st.session_state[f"{key}:version"] = st.session_state.get(f"{key}:version", 0) + 1
+
+
+def custom_mask_editor(tokens: Sequence[str], key_tokens: Sequence[str], key: str = "cmask") -> None:
+    """Edit the custom mask cell by cell (rows: queries, columns: keys, ticked: may attend); stored in `custom_mask`.
+
+    Call it before computing the result, so the run that reports an edit already computes with it.
+    """
+    t_q, t_k = len(tokens), len(key_tokens)
+    buttons = st.container(horizontal=True)  # as wide as their labels, wrapping when narrow
+    buttons.button("Start from causal", key=f"{key}:causal", on_click=_set_custom_mask,
+                   args=(key, masks.causal(t_q, t_k).tolist()))  # fmt: skip
+    buttons.button("All allowed", key=f"{key}:all", on_click=_set_custom_mask, args=(key, [[True] * t_k] * t_q))
+    current = custom_mask(t_q, t_k)
+    cols = labels(key_tokens)
+    frame = pd.DataFrame([list(row) for row in current], index=labels(tokens), columns=cols)
+    edited = st.data_editor(
+        frame,
+        key=f"{key}:grid:{st.session_state.get(f'{key}:version', 0)}",
+        num_rows="fixed",
+        column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in cols},
+    )
+    new = tuple(tuple(bool(x) for x in row) for row in edited.to_numpy().tolist())
+    if new != current:
+        store_custom_mask(new)
+
+
+def copy_a_to_b(a: dict | None = None, b: dict | None = None) -> None:
+    """Compare A/B's buttons: set A's given values, then B to A with B's given changes.
+
+    Here and not in the page: a function defined in a page holds the page's globals (its Results) for as long as
+    the session keeps the buttons that call it.
+    """
+    for name, value in (a or {}).items():
+        put(name, value)
+    for name in B_SIDE:
+        put("b_" + name, (b or {}).get(name, get(name)))
+
+
+def set_custom_mask(key: str, mask: Sequence[Sequence[bool]]) -> None:
+    """Replace the custom mask from a button (a template); the grid of `custom_mask_editor(key=key)` follows."""
+    _set_custom_mask(key, mask)
