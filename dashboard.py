@@ -24,6 +24,12 @@ PAGES = {
         ("pages/mask_editor.py", "Mask editor", ":material/edit_square:"),
         ("pages/soft_lookup.py", "Soft lookup", ":material/bar_chart:"),
     ],
+    "Real models and LLMs": [
+        ("pages/real_model.py", "Real model", ":material/psychology:"),
+        ("pages/grouped_query.py", "Grouped-query heads", ":material/group_work:"),
+        ("pages/kv_cache.py", "KV cache", ":material/memory:"),
+        ("pages/flash_attention.py", "FlashAttention", ":material/bolt:"),
+    ],
 }
 
 

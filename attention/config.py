@@ -143,6 +143,11 @@ class Config:
         1, "int", "heads", "Independent attention heads; their context vectors are concatenated.", lo=1,
         hi=MAX_HEADS, dashboard=(1, 16), metavar="N",
     )
+    kv_heads: int | None = setting(
+        None, "int", "kv_heads (key/value heads)", "Key/value heads, each shared by a group of query heads: as many "
+        "as heads is multi-head attention, 1 is multi-query, in between grouped-query (Llama 2 70B, Mistral 7B); "
+        "left out: as many as heads.", lo=1, hi=MAX_HEADS, optional=True, dashboard=(1, 16), metavar="N",
+    )
     head_layout: str = setting(
         "independent", "choice", "Head layout", "independent: every head has its own d_k/d_v projections "
         "(Self-Attention from Scratch, Self Attention Spelled Out). split: d_model is cut into heads as "
@@ -293,6 +298,16 @@ class Config:
         return self.d_k, self.d_v
 
     @property
+    def key_value_heads(self) -> int:
+        """K/V heads as used: kv_heads, or one per query head."""
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def group(self) -> int:
+        """Query heads that share one K/V head (1: multi-head attention)."""
+        return self.heads // self.key_value_heads
+
+    @property
     def out_width(self) -> int:
         """Width of the output projection: d_model, or d_out in the split layout."""
         return self.split_width if self.head_layout == "split" else self.width
@@ -331,6 +346,11 @@ class Config:
                 f"split layout divides {what}={self.split_width} into {self.heads} heads, "
                 f"but {self.heads} does not divide {self.split_width}: pick heads from "
                 f"{_divisors(self.split_width)} or use the independent layout"
+            )
+        if self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(
+                f"kv_heads={self.kv_heads} must divide heads={self.heads} (each K/V head serves an equal group of "
+                f"query heads): pick kv_heads from {_divisors(self.heads)}"
             )
         if self.heads * max(self.head_dims) > 4 * MAX_DIM:
             raise ValueError(f"heads x d_k (or d_v) must stay under {4 * MAX_DIM}")
@@ -376,7 +396,8 @@ class Config:
             return
         d_k, d_v = self.head_dims
         h, d = self.heads, self.width
-        want = {"w_query": (d, h * d_k), "w_key": (d, h * d_k), "w_value": (d, h * d_v)}  # x @ W
+        hk = self.key_value_heads
+        want = {"w_query": (d, h * d_k), "w_key": (d, hk * d_k), "w_value": (d, hk * d_v)}  # x @ W
         if self.out_proj:
             want["w_out"] = (h * d_v, self.out_width)
         for name, shape in want.items():
@@ -388,7 +409,7 @@ class Config:
                     f"{name} is {len(m)}x{len(m[0])} but must be {shape[0]}x{shape[1]} "
                     f"(d_model x heads*d_k, used as x @ W)"
                 )
-        lengths = {"b_query": h * d_k, "b_key": h * d_k, "b_value": h * d_v, "b_out": self.out_width}
+        lengths = {"b_query": h * d_k, "b_key": hk * d_k, "b_value": hk * d_v, "b_out": self.out_width}
         for name, n in lengths.items():
             b = biases[name]
             if b is None:

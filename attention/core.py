@@ -42,6 +42,17 @@ def project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, heads: int
     return split_heads(y, heads)
 
 
+def expand(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """(h_kv, ...) -> (h, ...): each K/V head repeated for the group of query heads it serves (no copy at h_kv = h)."""
+    if x.shape[0] == heads:
+        return x
+    return x.repeat_interleave(heads // x.shape[0], dim=0)
+
+
+def _expand_bias(b: torch.Tensor | None, heads: int) -> torch.Tensor | None:
+    return None if b is None else expand(b, heads)
+
+
 def scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """omega = Q K^T, one matrix per head."""
     return queries @ keys.transpose(-2, -1)  # (h, T_q, T_k)
@@ -92,13 +103,13 @@ class Result:
     embeddings: torch.Tensor  # (T_q, d_model) query inputs
     key_embeddings: torch.Tensor  # (T_k, d_model) key/value inputs
     w_query: torch.Tensor  # (h, d_model, d_k), used as x @ W
-    w_key: torch.Tensor  # (h, d_model, d_k)
+    w_key: torch.Tensor  # (h, d_model, d_k): each query head's; grouped-query heads share their group's
     w_value: torch.Tensor  # (h, d_model, d_v)
     b_query: torch.Tensor | None  # (h, d_k)
     b_key: torch.Tensor | None  # (h, d_k)
     b_value: torch.Tensor | None  # (h, d_v)
     queries: torch.Tensor  # (h, T_q, d_k)
-    keys: torch.Tensor  # (h, T_k, d_k)
+    keys: torch.Tensor  # (h, T_k, d_k): the keys each query head reads (a K/V head repeated for its group)
     values: torch.Tensor  # (h, T_k, d_v)
     omega: torch.Tensor  # (h, T_q, T_k) = Q K^T
     scale: float  # omega is divided by this
@@ -117,6 +128,21 @@ class Result:
     @property
     def heads(self) -> int:
         return self.omega.shape[0]
+
+    @property
+    def kv_heads(self) -> int:
+        """K/V heads: as many as heads, or fewer shared by groups of query heads (grouped-query attention)."""
+        return self.config.key_value_heads
+
+    @property
+    def kv_keys(self) -> torch.Tensor:
+        """(h_kv, T_k, d_k): the keys as a KV cache stores them, one per K/V head."""
+        return self.keys[:: self.config.group]
+
+    @property
+    def kv_values(self) -> torch.Tensor:
+        """(h_kv, T_k, d_v): the values as a KV cache stores them."""
+        return self.values[:: self.config.group]
 
     @property
     def d_k(self) -> int:
@@ -149,9 +175,11 @@ def compute(config: Config) -> Result:
     x_kv = embed_keys(config, x_q, table, g)  # (T_k, d_model)
     h = config.heads
 
+    hk = config.key_value_heads
     queries = project(x_q, p.w_query, p.b_query, h)  # (h, T_q, d_k)
-    keys = project(x_kv, p.w_key, p.b_key, h)  # (h, T_k, d_k)
-    values = project(x_kv, p.w_value, p.b_value, h)  # (h, T_k, d_v)
+    # grouped-query heads: each K/V head serves config.group query heads, repeated as SDPA's enable_gqa does
+    keys = expand(project(x_kv, p.w_key, p.b_key, hk), h)  # (h, T_k, d_k)
+    values = expand(project(x_kv, p.w_value, p.b_value, hk), h)  # (h, T_k, d_v)
     omega = scores(queries, keys)  # (h, T_q, T_k)
     factor = scale_factor(config)
     scaled = omega / factor if factor != 1.0 else omega
@@ -175,11 +203,11 @@ def compute(config: Config) -> Result:
         embeddings=x_q,
         key_embeddings=x_kv,
         w_query=_per_head(p.w_query, h),
-        w_key=_per_head(p.w_key, h),
-        w_value=_per_head(p.w_value, h),
+        w_key=expand(_per_head(p.w_key, hk), h),
+        w_value=expand(_per_head(p.w_value, hk), h),
         b_query=_bias_per_head(p.b_query, h),
-        b_key=_bias_per_head(p.b_key, h),
-        b_value=_bias_per_head(p.b_value, h),
+        b_key=_expand_bias(_bias_per_head(p.b_key, hk), h),
+        b_value=_expand_bias(_bias_per_head(p.b_value, hk), h),
         queries=queries,
         keys=keys,
         values=values,

@@ -235,6 +235,8 @@ def script(config: Config) -> str:
     matrices as literals, writes out only the steps this config uses, and prints the softmax weights
     (h, T_q, T_k) and the output (T_q, d_out) as JSON. User text appears only inside string literals.
     """
+    if config.group > 1:
+        raise ValueError("the script does not write grouped-query heads (kv_heads < heads) yet: use the package")
     return "\n".join(_Script(config).lines) + "\n"
 
 

@@ -28,11 +28,11 @@ class Projections(NamedTuple):
     """Full projection matrices, heads side by side in the columns (x @ W)."""
 
     w_query: torch.Tensor  # (d_model, h*d_k)
-    w_key: torch.Tensor  # (d_model, h*d_k)
-    w_value: torch.Tensor  # (d_model, h*d_v)
+    w_key: torch.Tensor  # (d_model, h_kv*d_k); h_kv = h unless grouped-query
+    w_value: torch.Tensor  # (d_model, h_kv*d_v)
     b_query: torch.Tensor | None  # (h*d_k,)
-    b_key: torch.Tensor | None
-    b_value: torch.Tensor | None  # (h*d_v,)
+    b_key: torch.Tensor | None  # (h_kv*d_k,)
+    b_value: torch.Tensor | None  # (h_kv*d_v,)
     w_out: torch.Tensor | None  # (h*d_v, d_model)
     b_out: torch.Tensor | None  # (d_model,)
 
@@ -115,8 +115,12 @@ def _identity(h: int, d_in: int, d_out: int, bias: bool):
 
 
 def projections(config: Config, g: torch.Generator) -> Projections:
-    """W_query, W_key, W_value (and W_out) for every head, drawn from g in order q, k, v, out."""
-    d, h = config.width, config.heads
+    """W_query, W_key, W_value (and W_out) for every head, drawn from g in order q, k, v, out.
+
+    With grouped-query heads (kv_heads < heads) W_key and W_value have kv_heads heads' columns; the draws for
+    kv_heads = heads are those of multi-head attention.
+    """
+    d, h, hk = config.width, config.heads, config.key_value_heads
     d_k, d_v = config.head_dims
     split = config.head_layout == "split"
     init, bias = config.init, config.bias
@@ -130,23 +134,28 @@ def projections(config: Config, g: torch.Generator) -> Projections:
         b_out = given_bias(config.b_out, config.out_width, config.out_proj and config.out_bias)
         return Projections(
             t(config.w_query), t(config.w_key), t(config.w_value),
-            given_bias(config.b_query, h * d_k, bias), given_bias(config.b_key, h * d_k, bias),
-            given_bias(config.b_value, h * d_v, bias), out, b_out,
+            given_bias(config.b_query, h * d_k, bias), given_bias(config.b_key, hk * d_k, bias),
+            given_bias(config.b_value, hk * d_v, bias), out, b_out,
         )  # fmt: skip
     sizes = (d_k, d_k, d_v)
-    # the split layout draws one d_model x d_out matrix per projection and cuts its product into heads
-    heads, widths = (1, (config.split_width,) * 3) if split else (h, sizes)
+    heads_of = (h, hk, hk)  # query heads, key heads, value heads
+    # the split layout draws one d_model x d_out matrix per projection (narrower for fewer K/V heads) and cuts its
+    # product into heads
+    per = config.split_width // h
+    heads, widths = ((1, 1, 1), tuple(n * per for n in heads_of)) if split else (heads_of, sizes)
     qkv: list[tuple[torch.Tensor, torch.Tensor | None]] = []
     if init == "linear":
-        if split:  # one Linear(d_model, d_out) each, cut into heads by view (tutorial 003)
-            qkv = [_linear(d, config.split_width, bias, g) for _ in range(3)]
-        else:  # per head a module with its own query, key, value Linear (tutorial 001)
-            per_head = [[_linear(d, n, bias, g) for n in sizes] for _ in range(h)]
-            qkv = [_cat([ph[i] for ph in per_head]) for i in range(3)]
+        if split:  # one Linear(d_model, d_out) each, cut into heads by view (Attention on Attention)
+            qkv = [_linear(d, w, bias, g) for w in widths]
+        else:  # per head a module with its own query, key, value Linear (Self Attention Spelled Out)
+            per_head = [
+                [_linear(d, n, bias, g) for n, m in zip(sizes, heads_of, strict=True) if i < m] for i in range(h)
+            ]
+            qkv = [_cat([ph[i] for ph in per_head if len(ph) > i]) for i in range(3)]
     elif init in ("rand", "rand-transposed"):
-        qkv = [_rand(heads, d, n, bias, init == "rand-transposed", g) for n in widths]
+        qkv = [_rand(n, d, w, bias, init == "rand-transposed", g) for n, w in zip(heads, widths, strict=True)]
     else:  # identity: eye(d_model, d_k) per head, or one eye(d_model, d_out) cut into heads
-        qkv = [_identity(heads, d, n, bias) for n in widths]
+        qkv = [_identity(n, d, w, bias) for n, w in zip(heads, widths, strict=True)]
     w_out = b_out = None
     if config.out_proj:
         d_cat, d_o = h * d_v, config.out_width
@@ -170,8 +179,8 @@ def _drawing_config(config: Config) -> Config:
     """The fields the projections depend on, and nothing else (so sentences share draws)."""
     return Config(
         sentence="x", d_model=config.width, d_k=config.d_k, d_v=config.d_v, d_out=config.d_out,
-        heads=config.heads, head_layout=config.head_layout, init=config.init, bias=config.bias,
-        out_proj=config.out_proj, out_bias=config.out_bias, seed=config.seed,
+        heads=config.heads, kv_heads=config.kv_heads, head_layout=config.head_layout, init=config.init,
+        bias=config.bias, out_proj=config.out_proj, out_bias=config.out_bias, seed=config.seed,
     )  # fmt: skip
 
 
@@ -182,7 +191,7 @@ CACHED_PROJECTION_NUMBERS = 2 << 20
 def projection_numbers(config: Config) -> int:
     """How many numbers W_query, W_key, W_value and W_out hold."""
     d_k, d_v = config.head_dims
-    qkv = config.width * config.heads * (2 * d_k + d_v)
+    qkv = config.width * (config.heads * d_k + config.key_value_heads * (d_k + d_v))
     return qkv + (config.heads * d_v * config.width if config.out_proj else 0)
 
 

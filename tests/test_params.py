@@ -67,10 +67,11 @@ def test_the_dashboard_offers_each_declared_setting_under_its_field_name_within_
         assert control.label == p.label and control.help == p.help
         if p.kind in ("int", "float"):
             assert p.within(control.lo) and p.within(control.hi), name
-            assert control.lo <= control.default <= control.hi, name
+            assert control.default is None and p.optional or control.lo <= control.default <= control.hi, name
         if p.kind == "choice":
             assert set(control.choices) <= set(p.choices) and control.default in control.choices, name
     starts = {name: p.start for name, p in offered.items() if p.kind in ("int", "float", "bool", "choice")}
+    assert "kv_heads" in starts and starts["kv_heads"] is None  # one K/V head per query head unless a page says
     Config(**starts)  # the dashboard's starting values are a config the package accepts
 
 

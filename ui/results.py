@@ -28,14 +28,18 @@ def check_length(text: str, what: str = "the sentence") -> None:
 
 
 _CAST = {"int": int, "float": float, "bool": bool, "choice": str}
+# Settings a page passes itself (`result_or_stop(kv_heads=...)`), read nowhere else: a key/value sentence would
+# turn every page into cross-attention, and key/value heads set on the grouped-query page would not divide the
+# heads of another page.
+PAGE_ONLY = ("cross_sentence", "kv_heads")
 
 
 def config_from_state(**overrides: Any) -> Config:
     """The Config the current parameters describe (ValueError when they cannot work).
 
     Every number, switch and choice the dashboard offers (a declaration with `dashboard=...`) comes from its
-    parameter; the sentence too. The key/value sentence only when a page passes it (cross-attention), and the
-    custom mask from its rows of 0/1 when the mask is custom.
+    parameter; the sentence too. `PAGE_ONLY` settings only when a page passes them, and the custom mask from its
+    rows of 0/1 when the mask is custom.
     """
     sentence = str(overrides.pop("sentence", get("sentence")))
     cross = overrides.pop("cross_sentence", None)
@@ -43,7 +47,7 @@ def config_from_state(**overrides: Any) -> Config:
     check_length(cross or "", "the key/value sentence")
     fields: dict[str, Any] = {"sentence": sentence, "cross_sentence": cross}
     for name, s in SETTINGS.items():
-        if name in PARAMS and s.kind in _CAST:
+        if name in PARAMS and s.kind in _CAST and name not in PAGE_ONLY:
             fields[name] = _CAST[s.kind](get(name))
     fields.update(overrides)
     if fields["mask"] == "custom" and fields.get("custom_mask") is None:

@@ -80,6 +80,15 @@ VIEW: dict[str, Param] = {
                    choices=("weights", "omega", "context")),
     "temp": Param("float", "Temperature τ: weights = softmax(omega / τ)", "Divide the scores by τ before the "
                   "softmax: the curves show what √d_k does as a temperature.", default=1.0, lo=0.1, hi=20.0),
+    "decode_step": Param("int", "Tokens generated", "How many tokens the KV cache holds: step t appends token t's "
+                         "key and value and computes its one row of weights.", default=0, lo=0, hi=MAX_TOKENS - 1),
+    "block_size": Param("int", "Block size", "How many keys FlashAttention reads at a time: one tile of scores is "
+                        "all it ever stores.", default=2, lo=1, hi=MAX_TOKENS),
+    "tile": Param("int", "Key block", "Which key block the tiled softmax has reached.", default=0, lo=0,
+                  hi=MAX_TOKENS - 1),
+    "layer": Param("int", "Layer", "Which of the model's 6 layers.", default=3, lo=0, hi=5),
+    "toy": Param("bool", "Random weights (the toy)", "Swap the selected head's trained weights for random ones of "
+                 "the same shape and scale, to see what training changed.", default=False),
     "nseeds": Param("int", "Seeds in the band", "How many seeds each band of the sweep is drawn over.", default=32,
                     lo=2, hi=64),
 }  # fmt: skip

@@ -81,6 +81,7 @@ def toggle(name: str, container: Any = None, **kw: Any) -> bool:
 def text(name: str, container: Any = None, **kw: Any) -> str:
     """A text area that takes at most MAX_CHARS characters (the browser stops a paste there, and so does the
     server with what a client sends past it)."""
+    kw.setdefault("help", None)  # the label says what to type; a help button would share the box's label
     return _widget("text_area", name, container=container, height=80, max_chars=MAX_CHARS, **kw)
 
 
