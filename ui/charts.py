@@ -150,3 +150,33 @@ def sweep_table(sweep: experiments.ScalingSweep) -> pd.DataFrame:
         for variant in experiments.VARIANTS:
             table[f"{name}, {variant}"] = sweep.band(metric, variant)[0].numpy()
     return pd.DataFrame(table)
+
+
+@functools.lru_cache(maxsize=16)
+def _lines_spec(title: str, x_title: str, y_title: str, height: int) -> dict:
+    """Vega-Lite spec of one line per `series` over log-scaled x and y axes, points with a tooltip of `shown`."""
+    empty = pd.DataFrame({"x": [1], "y": [1.0], "series": ["a"], "shown": [""]})
+    spec = (
+        alt.Chart(empty)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("x:Q", scale=alt.Scale(type="log", base=2), title=x_title),
+            y=alt.Y("y:Q", scale=alt.Scale(type="log", base=2), title=y_title),
+            color=alt.Color(
+                "series:N", legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=0)
+            ),  # fmt: skip
+            tooltip=[alt.Tooltip("series:N"), alt.Tooltip("x:Q", title=x_title), alt.Tooltip("shown:N", title=y_title)],
+        )
+        .properties(title=title, height=height)
+        .to_dict()
+    )
+    spec.pop("datasets", None)
+    spec.pop("data", None)
+    return spec
+
+
+def log_lines(frame: pd.DataFrame, *, title: str, x_title: str, y_title: str, key: str, container: Any = None,
+              height: int = 260) -> None:  # fmt: skip
+    """Lines of y over x, one per `series`, both axes log-scaled (memory against context length); `shown` is y
+    as the tooltip writes it (e.g. '2.0 GiB')."""
+    chart(frame, dict(_lines_spec(title, x_title, y_title, height)), height=height + 120, key=key, container=container)

@@ -1,0 +1,97 @@
+"""Grouped-query heads: query heads that share key/value heads, and what that saves in a KV cache."""
+
+import pandas as pd
+import streamlit as st
+import torch
+
+import ui
+from attention import gqa, kv_memory
+
+st.title("Grouped-query heads")
+st.caption(
+    "Chat models keep every token's keys and values while they write (the KV cache). Grouped-query attention lets "
+    "several query heads share one key/value head: fewer numbers to keep, nearly the same attention."
+)
+ui.show_url_warnings(heads=8, kv_heads=2)
+ui.controls(["sentence", "heads", "d_k", "d_v", "seed", "mask", "padding", "window"])
+heads = int(ui.get("heads"))
+choices = gqa.divisors(heads)
+names = {n: f"{n} ({kv_memory.layout(heads, n)})" for n in choices}
+kv = int(ui.pick("kv_heads", choices, "K/V heads", format_func=names.get, container=st.sidebar))
+result = ui.result_or_stop(kv_heads=kv)
+tok = ui.labels(result.tokens)
+group = result.config.group
+layout = kv_memory.layout(heads, kv)
+
+st.subheader(f"{heads} query heads, {kv} key/value head{'s' * (kv > 1)}: {layout}")
+left, right = st.columns([1, 2])
+reads = torch.tensor([[h // group == j for j in range(kv)] for h in range(heads)])  # (h, h_kv)
+ui.heatmap(reads, [f"q{h + 1}" for h in range(heads)], [f"kv{j + 1}" for j in range(kv)], kind="mask",
+           title="Which K/V head each query head reads", key="gq:groups", container=left)  # fmt: skip
+left.caption(
+    {"MHA": "Multi-head: every query head has its own keys and values.",
+     "MQA": "Multi-query: all query heads read one key/value head.",
+     "GQA": f"Grouped-query: each key/value head serves a group of {group} query heads."}[layout]
+)  # fmt: skip
+with right:
+    view = ui.radio("headview", container=st, label="Heatmaps show")
+    what = result.dropped_weights if view == "weights" else result.omega
+    top = float(what.max()) if view == "weights" else 1.0
+    biggest = ui.largest_abs(what) if view == "omega" else None
+    for j in range(kv):
+        st.markdown(f"**K/V head {j + 1}**: its keys and values are read by query heads "
+                    + ", ".join(str(h + 1) for h in range(j * group, (j + 1) * group)))  # fmt: skip
+        cols = st.columns(min(group, 4))
+        for n, h in enumerate(range(j * group, (j + 1) * group)):
+            ui.heatmap(
+                what[h],
+                tok,
+                tok,
+                title=f"query head {h + 1}",
+                kind="weights" if view == "weights" else "diverging",
+                blocked=result.mask,
+                key=f"gq:head:{h}",
+                container=cols[n % len(cols)],
+                legend=False,
+                annotate=False,
+                top=top,
+                max_abs=biggest,
+                row_labels=n % len(cols) == 0,
+            )
+    st.caption("One colour scale for all heads. Heads of a group share keys, so their patterns differ only through "
+               "their own queries.")  # fmt: skip
+
+st.subheader("What the KV cache keeps")
+per_number = st.segmented_control("Number format", list(kv_memory.BYTES_PER_NUMBER), default="float16",
+                                  key="gq:dtype") or "float16"  # fmt: skip
+size = kv_memory.BYTES_PER_NUMBER[per_number]
+t = len(result.tokens)
+d_head = result.d_k
+here = kv_memory.kv_cache_bytes(1, kv, d_head, t, size)
+full = kv_memory.kv_cache_bytes(1, heads, d_head, t, size)
+c = st.columns(3)
+c[0].metric("This setting, one layer", kv_memory.format_bytes(here), help="2 · layers · kv_heads · d_head · tokens · "
+            "bytes per number (keys and values)")  # fmt: skip
+c[1].metric("With one K/V head per query head", kv_memory.format_bytes(full))
+c[2].metric("Saved", f"{1 - here / full:.0%}", help="Fewer K/V heads keep fewer numbers per token.")
+
+model_name = st.selectbox("A published model", list(kv_memory.MODELS), key="gq:model")
+model = kv_memory.MODELS[model_name]
+points = kv_memory.cache_series(model, bytes_per_number=size)
+frame = pd.DataFrame({"x": [p.tokens for p in points], "y": [p.bytes for p in points],
+                      "series": [f"{p.layout}: {p.kv_heads} K/V head{'s' * (p.kv_heads > 1)}" for p in points],
+                      "shown": [kv_memory.format_bytes(p.bytes) for p in points]})  # fmt: skip
+ui.log_lines(frame, title=f"KV cache of {model.name} ({per_number}) against context length", x_title="tokens",
+             y_title="bytes", key="gq:memory")  # fmt: skip
+table = pd.DataFrame(
+    [{"model": m.name, "layers": m.layers, "query heads": m.heads, "K/V heads": m.kv_heads, "d_head": m.d_head,
+      "attention": m.attention, "context": m.context, "cache at full context":
+      kv_memory.format_bytes(m.cache_bytes(m.context, size)), "source": m.source} for m in kv_memory.MODELS.values()]
+)  # fmt: skip
+st.dataframe(table, hide_index=True, column_config={"source": st.column_config.LinkColumn("source")})
+ui.explain(
+    "Each model's numbers are read from its published config.json (linked). A 4k-token chat on Llama 2 7B "
+    "keeps 2 GiB of keys and values per sequence in float16; Llama 2 70B's GQA keeps its cache smaller."
+)
+ui.code(result.config)
+ui.finish()

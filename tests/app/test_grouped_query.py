@@ -1,0 +1,60 @@
+"""The grouped-query page: which query heads read which K/V head, their weights, and the KV-cache memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from charts import heatmaps
+from streamlit.testing.v1 import AppTest
+
+from attention import Config, compute
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def page(path: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(f"pages/{path}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_defaults_group_eight_query_heads_on_two_kv_heads_and_draw_their_weights() -> None:
+    at = page("grouped_query")
+    drawn = heatmaps(at)
+    groups, rows, cols = drawn["Which K/V head each query head reads"]
+    assert rows == [f"q{h}" for h in range(1, 9)] and cols == ["kv1", "kv2"]
+    assert groups.tolist() == [[1.0, 0.0]] * 4 + [[0.0, 1.0]] * 4
+    want = compute(Config(heads=8, kv_heads=2)).weights
+    for h in range(8):
+        torch.testing.assert_close(drawn[f"query head {h + 1}"][0], want[h], atol=1e-6, rtol=0)
+    assert any("GQA" in s.value for s in at.subheader)
+
+
+def test_one_kv_head_is_multi_query_and_the_link_keeps_it() -> None:
+    at = page("grouped_query")
+    at.selectbox(key="w:kv_heads").set_value(1).run()
+    groups = heatmaps(at)["Which K/V head each query head reads"][0]
+    assert groups.shape == (8, 1) and bool((groups == 1).all())
+    assert any("MQA" in s.value for s in at.subheader)
+    assert at.query_params["kv_heads"] == "1"
+    reopened = page("grouped_query", kv_heads="1")
+    assert heatmaps(reopened)["Which K/V head each query head reads"][0].shape == (8, 1)
+
+
+def test_memory_metrics_follow_the_number_format() -> None:
+    at = page("grouped_query")
+    saved = [m for m in at.metric if m.label == "Saved"]
+    assert saved and saved[0].value == "75%"  # 2 K/V heads instead of 8
+    half = [m.value for m in at.metric if m.label == "This setting, one layer"]
+    # 2 (keys and values) x 2 K/V heads x d_head 24 x 6 tokens x 2 bytes (float16)
+    assert half == ["1.12 KiB"]
+
+
+def test_other_pages_ignore_kv_heads_from_a_link() -> None:
+    at = page("self_attention", kv_heads="4")  # the self-attention page has one head: 4 K/V heads cannot apply
+    assert not at.error and "Softmax weights" in heatmaps(at)
