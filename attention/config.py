@@ -30,6 +30,7 @@ HEAD_LAYOUTS = ("independent", "split")
 INITS = ("rand", "rand-transposed", "linear", "identity", "given")
 SCALES = ("sqrt", "none", "temperature")
 MASKS = ("none", "causal", "padding", "window", "custom")
+POSITIONS = ("none", "sinusoidal", "learned", "rope", "alibi")  # attention.position.KINDS
 
 # Sentence punctuation that sticks to a word ("short," -> "short"), as the
 # Raschka tutorial strips its comma; everything else stays part of the token.
@@ -120,6 +121,19 @@ class Config:
         None, "choice", "Key/value input embeddings", "How the key/value inputs are drawn; left out: as the "
         "queries' (one shared table), rand/randn: drawn after the projections.", choices=EMBEDDING_INITS,
         optional=True,
+    )
+    # position
+    position: str = setting(
+        "none", "choice", "Positional encoding", "How word order gets in: none (attention alone cannot tell order), "
+        "sinusoidal (the table of Attention Is All You Need, added to the embeddings), learned (a table added to the "
+        "embeddings, as BERT and GPT-2 have; random here), rope (queries and keys rotated by their position, as "
+        "Llama does), alibi (a penalty growing with distance added to the scores).", choices=POSITIONS,
+        dashboard=True,
+    )
+    rope_base: float = setting(
+        10000.0, "float", "RoPE base", "The base of RoPE's rotation frequencies: larger, slower rotations, and "
+        "positions far apart stay distinguishable.", lo=1.0, hi=1e7, when=("position", "rope"),
+        dashboard=(100.0, 100000.0), metavar="B",
     )
     # sizes
     d_model: int | None = setting(
@@ -352,6 +366,8 @@ class Config:
                 f"kv_heads={self.kv_heads} must divide heads={self.heads} (each K/V head serves an equal group of "
                 f"query heads): pick kv_heads from {_divisors(self.heads)}"
             )
+        if self.position == "rope" and self.head_dims[0] % 2:
+            raise ValueError(f"RoPE rotates pairs of numbers, so d_k must be even; got d_k={self.head_dims[0]}")
         if self.heads * max(self.head_dims) > 4 * MAX_DIM:
             raise ValueError(f"heads x d_k (or d_v) must stay under {4 * MAX_DIM}")
         self._validate_inputs()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import masks
+from . import masks, position
 from .config import Config
 from .weights import embed_keys, embed_queries, seeded_projections
 
@@ -100,7 +100,7 @@ class Result:
     config: Config
     tokens: tuple[str, ...]  # T_q query tokens
     key_tokens: tuple[str, ...]  # T_k key/value tokens (= tokens for self-attention)
-    embeddings: torch.Tensor  # (T_q, d_model) query inputs
+    embeddings: torch.Tensor  # (T_q, d_model) query inputs (+ the position table when sinusoidal or learned)
     key_embeddings: torch.Tensor  # (T_k, d_model) key/value inputs
     w_query: torch.Tensor  # (h, d_model, d_k), used as x @ W
     w_key: torch.Tensor  # (h, d_model, d_k): each query head's; grouped-query heads share their group's
@@ -108,12 +108,15 @@ class Result:
     b_query: torch.Tensor | None  # (h, d_k)
     b_key: torch.Tensor | None  # (h, d_k)
     b_value: torch.Tensor | None  # (h, d_v)
-    queries: torch.Tensor  # (h, T_q, d_k)
+    queries: torch.Tensor  # (h, T_q, d_k), after RoPE's rotation when position is rope
     keys: torch.Tensor  # (h, T_k, d_k): the keys each query head reads (a K/V head repeated for its group)
     values: torch.Tensor  # (h, T_k, d_v)
+    unrotated_queries: torch.Tensor  # (h, T_q, d_k) before RoPE (the same tensor as queries without it)
+    unrotated_keys: torch.Tensor  # (h, T_k, d_k) before RoPE
+    position: position.PositionTerms  # the positional terms: the table, RoPE's angles or ALiBi's bias (or none)
     omega: torch.Tensor  # (h, T_q, T_k) = Q K^T
     scale: float  # omega is divided by this
-    scaled: torch.Tensor  # (h, T_q, T_k) = omega / scale
+    scaled: torch.Tensor  # (h, T_q, T_k) = omega / scale (+ ALiBi's bias)
     mask: torch.Tensor  # (T_q, T_k) bool, True = may attend
     masked: torch.Tensor  # (h, T_q, T_k), -inf where blocked
     weights: torch.Tensor  # (h, T_q, T_k) softmax, before dropout
@@ -174,16 +177,31 @@ def compute(config: Config) -> Result:
     p, g = seeded_projections(config)  # the tutorials reseed before building their weights
     x_kv = embed_keys(config, x_q, table, g)  # (T_k, d_model)
     h = config.heads
+    t_q, t_k = x_q.shape[0], x_kv.shape[0]
+    where = position.encode(
+        config.position, t_q=t_q, t_k=t_k, d_model=config.width, d_head=config.head_dims[0], heads=h, generator=g,
+        rope_base=config.rope_base,
+    )  # fmt: skip
+    if where.table is not None:  # sinusoidal or learned: added to the inputs
+        shifted = x_q + where.table[where.query_positions]  # (T_q, d_model)
+        x_kv = x_kv + where.table[where.key_positions] if config.is_cross else shifted  # (T_k, d_model)
+        x_q = shifted
 
     hk = config.key_value_heads
     queries = project(x_q, p.w_query, p.b_query, h)  # (h, T_q, d_k)
     # grouped-query heads: each K/V head serves config.group query heads, repeated as SDPA's enable_gqa does
     keys = expand(project(x_kv, p.w_key, p.b_key, hk), h)  # (h, T_k, d_k)
     values = expand(project(x_kv, p.w_value, p.b_value, hk), h)  # (h, T_k, d_v)
+    unrotated = queries, keys
+    if where.angles is not None:  # RoPE: every head's queries and keys turned by their positions
+        queries = position.apply_rope(queries, where.angles[where.query_positions])  # (h, T_q, d_k)
+        keys = position.apply_rope(keys, where.angles[where.key_positions])  # (h, T_k, d_k)
     omega = scores(queries, keys)  # (h, T_q, T_k)
     factor = scale_factor(config)
     scaled = omega / factor if factor != 1.0 else omega
-    t_q, t_k = x_q.shape[0], x_kv.shape[0]
+    if where.bias is not None:  # ALiBi: a penalty linear in the distance, one slope per head
+        # (h, T_q, T_k); in place when scaled is a fresh tensor (omega itself is returned too, so it is never changed)
+        scaled = scaled + where.bias if scaled is omega else scaled.add_(where.bias)
     mask = masks.build(
         config.mask, t_q, t_k, n_padding=config.padding, width=config.window, custom=config.custom_mask
     )  # (T_q, T_k)
@@ -210,6 +228,9 @@ def compute(config: Config) -> Result:
         b_value=_expand_bias(_bias_per_head(p.b_value, hk), h),
         queries=queries,
         keys=keys,
+        unrotated_queries=unrotated[0],
+        unrotated_keys=unrotated[1],
+        position=where,
         values=values,
         omega=omega,
         scale=factor,

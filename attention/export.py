@@ -237,6 +237,8 @@ def script(config: Config) -> str:
     """
     if config.group > 1:
         raise ValueError("the script does not write grouped-query heads (kv_heads < heads) yet: use the package")
+    if config.position != "none":
+        raise ValueError("the script does not write positional encodings yet: use the package")
     return "\n".join(_Script(config).lines) + "\n"
 
 

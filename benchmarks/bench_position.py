@@ -1,0 +1,51 @@
+"""What a positional encoding costs `compute`: the same config with each encoding against none, at 512 tokens.
+
+    python benchmarks/bench_position.py [--runs 40]
+
+The setting of bench_compute.py (d_model 512, 8 heads, split layout, output projection, nn.Linear init), random
+inputs, causal mask. Each figure is the median over many calls, the encodings interleaved in one process.
+The issue's bound: RoPE and ALiBi keep `compute` within 1.2x of the same config without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from attention import Config, compute  # noqa: E402
+from attention.config import POSITIONS  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--tokens", type=int, default=512)
+    args = parser.parse_args()
+    x = torch.rand(args.tokens, 512, generator=torch.Generator().manual_seed(0)).tolist()
+    base = Config.from_embeddings(x, heads=8, head_layout="split", init="linear", out_proj=True, mask="causal")
+    configs = {kind: base.replace(position=kind) for kind in POSITIONS}
+    times: dict[str, list[float]] = {kind: [] for kind in POSITIONS}
+    for config in configs.values():
+        compute(config)  # warm up: the cached projections, torch's kernels
+    for _ in range(args.runs):
+        for kind, config in configs.items():
+            t = time.perf_counter()
+            compute(config)
+            times[kind].append(time.perf_counter() - t)
+    none = statistics.median(times["none"])
+    print(f"| position ({args.tokens} tokens) | median compute (ms) | against none |")
+    print("|---|---|---|")
+    for kind in POSITIONS:
+        m = statistics.median(times[kind])
+        print(f"| {kind} | {1000 * m:.1f} | {m / none:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
