@@ -7,6 +7,6 @@ result.weights[0]                      # (T_q, T_k) softmax weights of head 0
 
 from . import masks, presets
 from .config import Config, tokenize
-from .core import Result, compute
+from .core import Batch, Result, compute, compute_batch
 
-__all__ = ["Config", "Result", "compute", "masks", "presets", "tokenize"]
+__all__ = ["Batch", "Config", "Result", "compute", "compute_batch", "masks", "presets", "tokenize"]

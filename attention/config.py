@@ -30,6 +30,7 @@ HEAD_LAYOUTS = ("independent", "split")
 INITS = ("rand", "rand-transposed", "linear", "identity", "given")
 SCALES = ("sqrt", "none", "temperature")
 MASKS = ("none", "causal", "padding", "window", "custom")
+CAUSAL_ALIGNS = ("top-left", "bottom-right")
 POSITIONS = ("none", "sinusoidal", "learned", "rope", "alibi")  # attention.position.KINDS
 
 # Sentence punctuation that sticks to a word ("short," -> "short"), as the
@@ -43,8 +44,12 @@ def tokenize(sentence: str) -> tuple[str, ...]:
     return tuple(w for w in words if w)
 
 
-def _matrix(value: Any, name: str, *, kind: type = float) -> tuple | None:
-    """Turn a list, tuple, tensor or array into a rectangular tuple of tuples."""
+def _matrix(value: Any, name: str, *, kind: type = float, blocking: bool = False) -> tuple | None:
+    """Turn a list, tuple, tensor or array into a rectangular tuple of tuples.
+
+    blocking: a bias on the scores, where -inf blocks a key and any large negative number nearly does
+    (Hugging Face fills blocked cells with the float's lowest value).
+    """
     if value is None:
         return None
     if hasattr(value, "tolist"):
@@ -59,6 +64,10 @@ def _matrix(value: Any, name: str, *, kind: type = float) -> tuple | None:
     for i, row in enumerate(rows):
         if len(row) != width:
             raise ValueError(f"{name} is not rectangular: row 0 has {width} entries, row {i} has {len(row)}")
+    if blocking:
+        if any(math.isnan(x) or x > MAX_ABS for row in rows for x in row):
+            raise ValueError(f"{name} holds NaN or numbers above {MAX_ABS:g}: only -inf or large negatives block")
+        return rows
     if kind is float and not all(math.isfinite(x) for row in rows for x in row):
         raise ValueError(f"{name} contains NaN or infinite entries")
     if kind is float and any(abs(x) > MAX_ABS for row in rows for x in row):
@@ -241,6 +250,16 @@ class Config:
         None, "mask", "Custom mask", "(T_q, T_k) true where a query may attend, false where it may not.",
         when=("mask", "custom"), dashboard=True, metavar="FILE.json",
     )
+    score_bias: Matrix | None = setting(
+        None, "matrix", "Score bias", "(T_q, T_k) numbers added to the scaled scores before the softmax, as Hugging "
+        "Face's extended attention masks and ALiBi are; -inf blocks a key. Beside the mask, not instead of it.",
+        metavar="FILE.json",
+    )
+    causal_align: str = setting(
+        "top-left", "choice", "Causal alignment", "With fewer queries than keys: top-left, query i sees keys 0..i "
+        "(SDPA's is_causal); bottom-right, the last query sees every key, as a decoding step with a cache does. "
+        "For the causal and window masks.", choices=CAUSAL_ALIGNS,
+    )
     dropout: float = setting(
         0.0, "float", "Dropout on the weights", "Zero each weight with this probability and scale up the rest, as "
         "nn.Dropout does in training.", lo=0.0, hi=1.0, below_hi=True, rule="a probability in [0, 1)",
@@ -256,7 +275,7 @@ class Config:
         set_ = object.__setattr__.__get__(self)
         for name, p in SETTINGS.items():
             if p.kind == "matrix":
-                set_(name, _matrix(getattr(self, name), name))
+                set_(name, _matrix(getattr(self, name), name, blocking=name == "score_bias"))
             elif p.kind == "vector":
                 set_(name, _vector(getattr(self, name), name))
             elif p.kind == "mask":
@@ -298,6 +317,12 @@ class Config:
         if self.embeddings is not None:
             return len(self.embeddings[0])
         return 16 if self.d_model is None else self.d_model
+
+    @property
+    def key_width(self) -> int:
+        """Width of the key/value inputs: the given cross embeddings' (kdim = vdim in nn.MultiheadAttention), else
+        d_model."""
+        return len(self.cross_embeddings[0]) if self.cross_embeddings is not None else self.width
 
     @property
     def split_width(self) -> int:
@@ -395,11 +420,13 @@ class Config:
                     )
             if n > MAX_TOKENS:
                 raise ValueError(f"{what} has {n} tokens; at most {MAX_TOKENS} are allowed")
-        if self.cross_embeddings is not None and len(self.cross_embeddings[0]) != self.width:
+        if self.key_width != self.width and self.position in ("sinusoidal", "learned"):
             raise ValueError(
-                f"cross embeddings are {len(self.cross_embeddings[0])} wide but d_model is "
-                f"{self.width}: both inputs need the same width"
+                f"cross embeddings are {self.key_width} wide but d_model is {self.width}: one position table "
+                "cannot be added to both; use rope, alibi or none, or inputs of one width"
             )
+        if self.key_width > MAX_DIM:
+            raise ValueError(f"cross embeddings are {self.key_width} wide; at most {MAX_DIM} are allowed")
 
     def _validate_weights(self) -> None:
         given = {n: getattr(self, n) for n in ("w_query", "w_key", "w_value", "w_out")}
@@ -413,7 +440,8 @@ class Config:
         d_k, d_v = self.head_dims
         h, d = self.heads, self.width
         hk = self.key_value_heads
-        want = {"w_query": (d, h * d_k), "w_key": (d, hk * d_k), "w_value": (d, hk * d_v)}  # x @ W
+        d_kv = self.key_width
+        want = {"w_query": (d, h * d_k), "w_key": (d_kv, hk * d_k), "w_value": (d_kv, hk * d_v)}  # x @ W
         if self.out_proj:
             want["w_out"] = (h * d_v, self.out_width)
         for name, shape in want.items():
@@ -438,6 +466,9 @@ class Config:
 
     def _validate_mask(self) -> None:
         t_q, t_k = len(self.tokens), len(self.key_tokens)
+        if self.score_bias is not None and (len(self.score_bias), len(self.score_bias[0])) != (t_q, t_k):
+            rows, cols = len(self.score_bias), len(self.score_bias[0])
+            raise ValueError(f"score_bias is {rows}x{cols} but the input needs {t_q}x{t_k} (queries x keys)")
         if self.mask == "custom":
             if self.custom_mask is None:
                 raise ValueError("mask 'custom' needs custom_mask: a T_q x T_k matrix of true/false")

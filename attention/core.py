@@ -203,8 +203,18 @@ def compute(config: Config) -> Result:
         # (h, T_q, T_k); in place when scaled is a fresh tensor (omega itself is returned too, so it is never changed)
         scaled = scaled + where.bias if scaled is omega else scaled.add_(where.bias)
     mask = masks.build(
-        config.mask, t_q, t_k, n_padding=config.padding, width=config.window, custom=config.custom_mask
+        config.mask,
+        t_q,
+        t_k,
+        n_padding=config.padding,
+        width=config.window,
+        custom=config.custom_mask,
+        align=config.causal_align,
     )  # (T_q, T_k)
+    if config.score_bias is not None:  # an additive float mask: added to the scores, -inf blocking as False does
+        bias = torch.tensor(config.score_bias, dtype=torch.float32)  # (T_q, T_k)
+        scaled = scaled + bias if scaled is omega else scaled.add_(bias)
+        mask = mask & (bias > float("-inf"))
     empty_rows = ~mask.any(dim=-1)  # (T_q,)
     masked = apply_mask(scaled, mask)
     weights = softmax(masked, empty_rows)
@@ -246,3 +256,37 @@ def compute(config: Config) -> Result:
         output=output,
         empty_rows=empty_rows,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class Batch:
+    """A batch of sequences through `compute`: one Result a sequence, and any of its fields stacked, (B, ...)."""
+
+    results: tuple[Result, ...]
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        """`batch.weights` is (B, h, T_q, T_k): the field of every sequence's Result, stacked."""
+        if name.startswith("__") or name == "results":
+            raise AttributeError(name)
+        return torch.stack([getattr(r, name) for r in self.results])
+
+
+def compute_batch(config: Config, inputs: torch.Tensor, key_inputs: torch.Tensor | None = None) -> Batch:
+    """Run a (B, T_q, d_model) batch of inputs (and (B, T_k, d_kv) key/value inputs) through `compute`.
+
+    Every other field is the config's, so sequence b gets exactly the Result of its own single-sequence config
+    (same seed: the same weights for all). Rows are labelled by position, as `Config.from_embeddings` does.
+    """
+    if inputs.dim() != 3 or (key_inputs is not None and (key_inputs.dim() != 3 or len(key_inputs) != len(inputs))):
+        raise ValueError("inputs must be (B, T, d), and key_inputs (B, T_k, d_kv) for the same B")
+    results = []
+    for b in range(len(inputs)):
+        one = config.replace(
+            sentence=None, embeddings=inputs[b], d_model=None,
+            cross_sentence=None, cross_embeddings=None if key_inputs is None else key_inputs[b],
+        )  # fmt: skip
+        results.append(compute(one))
+    return Batch(tuple(results))

@@ -237,8 +237,12 @@ def script(config: Config) -> str:
     """
     if config.group > 1:
         raise ValueError("the script does not write grouped-query heads (kv_heads < heads) yet: use the package")
+    if config.key_width != config.width:
+        raise ValueError("the script does not write keys and values of another width than the queries yet")
     if config.position != "none":
         raise ValueError("the script does not write positional encodings yet: use the package")
+    if config.score_bias is not None or config.causal_align != "top-left":
+        raise ValueError("the script does not write score biases or bottom-right causal masks yet: use the package")
     return "\n".join(_Script(config).lines) + "\n"
 
 

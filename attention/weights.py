@@ -139,6 +139,7 @@ def projections(config: Config, g: torch.Generator) -> Projections:
         )  # fmt: skip
     sizes = (d_k, d_k, d_v)
     heads_of = (h, hk, hk)  # query heads, key heads, value heads
+    d_in = (d, config.key_width, config.key_width)  # keys and values may come from a wider or narrower input
     # the split layout draws one d_model x d_out matrix per projection (narrower for fewer K/V heads) and cuts its
     # product into heads
     per = config.split_width // h
@@ -146,16 +147,17 @@ def projections(config: Config, g: torch.Generator) -> Projections:
     qkv: list[tuple[torch.Tensor, torch.Tensor | None]] = []
     if init == "linear":
         if split:  # one Linear(d_model, d_out) each, cut into heads by view (Attention on Attention)
-            qkv = [_linear(d, w, bias, g) for w in widths]
+            qkv = [_linear(i, w, bias, g) for i, w in zip(d_in, widths, strict=True)]
         else:  # per head a module with its own query, key, value Linear (Self Attention Spelled Out)
             per_head = [
-                [_linear(d, n, bias, g) for n, m in zip(sizes, heads_of, strict=True) if i < m] for i in range(h)
+                [_linear(r, n, bias, g) for r, n, m in zip(d_in, sizes, heads_of, strict=True) if i < m]
+                for i in range(h)
             ]
             qkv = [_cat([ph[i] for ph in per_head if len(ph) > i]) for i in range(3)]
     elif init in ("rand", "rand-transposed"):
-        qkv = [_rand(n, d, w, bias, init == "rand-transposed", g) for n, w in zip(heads, widths, strict=True)]
+        qkv = [_rand(n, r, w, bias, init == "rand-transposed", g) for n, r, w in zip(heads, d_in, widths, strict=True)]
     else:  # identity: eye(d_model, d_k) per head, or one eye(d_model, d_out) cut into heads
-        qkv = [_identity(n, d, w, bias) for n, w in zip(heads, widths, strict=True)]
+        qkv = [_identity(n, r, w, bias) for n, r, w in zip(heads, d_in, widths, strict=True)]
     w_out = b_out = None
     if config.out_proj:
         d_cat, d_o = h * d_v, config.out_width
@@ -191,7 +193,7 @@ CACHED_PROJECTION_NUMBERS = 2 << 20
 def projection_numbers(config: Config) -> int:
     """How many numbers W_query, W_key, W_value and W_out hold."""
     d_k, d_v = config.head_dims
-    qkv = config.width * (config.heads * d_k + config.key_value_heads * (d_k + d_v))
+    qkv = config.width * config.heads * d_k + config.key_width * config.key_value_heads * (d_k + d_v)
     return qkv + (config.heads * d_v * config.width if config.out_proj else 0)
 
 
@@ -208,7 +210,11 @@ def seeded_projections(config: Config) -> tuple[Projections, torch.Generator]:
     numbers), so draws are cached on the fields they depend on (bounded: 8 entries of 8 MiB) and
     cloned, so a caller that edits a tensor in place never changes another's numbers.
     """
-    if config.init in ("given", "identity") or projection_numbers(config) > CACHED_PROJECTION_NUMBERS:
+    if (
+        config.init in ("given", "identity")
+        or projection_numbers(config) > CACHED_PROJECTION_NUMBERS
+        or config.key_width != config.width  # the cache's key holds one width
+    ):
         g = generator(config.seed)  # large draws are not cached: there the attention itself dominates
         return projections(config, g), g
     p, state = _drawn(_drawing_config(config))
