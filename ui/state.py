@@ -80,8 +80,9 @@ VIEW: dict[str, Param] = {
                    choices=("weights", "omega", "context")),
     "temp": Param("float", "Temperature τ: weights = softmax(omega / τ)", "Divide the scores by τ before the "
                   "softmax: the curves show what √d_k does as a temperature.", default=1.0, lo=0.1, hi=20.0),
-    "decode_step": Param("int", "Tokens generated", "How many tokens the KV cache holds: step t appends token t's "
-                         "key and value and computes its one row of weights.", default=0, lo=0, hi=MAX_TOKENS - 1),
+    "decode_step": Param("int", "Decoding step t (token t + 1 arrives)", "Step t appends token t's key and value "
+                         "to the cache and computes its one row of weights; the cache then holds t + 1 tokens.",
+                         default=0, lo=0, hi=MAX_TOKENS - 1),
     "block_size": Param("int", "Block size", "How many keys FlashAttention reads at a time: one tile of scores is "
                         "all it ever stores.", default=2, lo=1, hi=MAX_TOKENS),
     "tile": Param("int", "Key block", "Which key block the tiled softmax has reached.", default=0, lo=0,
