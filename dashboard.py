@@ -15,6 +15,7 @@ PAGES = {
         ("pages/masks.py", "Masks and dropout", ":material/grid_on:"),
         ("pages/multi_head.py", "Multi-head", ":material/view_column:"),
         ("pages/cross_attention.py", "Cross-attention", ":material/compare_arrows:"),
+        ("pages/position.py", "Position", ":material/format_list_numbered:"),
         ("pages/tutorials.py", "Tutorials", ":material/menu_book:"),
     ],
     "Experiments": [
@@ -43,7 +44,7 @@ def run() -> None:
         section: [st.Page(path, title=title, icon=icon, default=path == first) for path, title, icon in pages]
         for section, pages in PAGES.items()
     }
-    st.navigation(nav).run()
+    st.navigation(nav, expanded=True).run()  # every page listed: the collapsed menu hid the newest ones
 
 
 if __name__ == "__main__":

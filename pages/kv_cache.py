@@ -101,7 +101,7 @@ if n > 1:  # one point is no line
                          container=right)  # fmt: skip
 llama = MODELS["Llama 2 7B"]
 right.caption(
-    f"The cache grows linearly with the tokens, here for one layer of this toy model. A real model keeps one a "
+    f"The cache grows linearly with the tokens, here for one layer of this toy model. A real model keeps one per "
     f"layer: {llama.name} ({llama.layers} layers × {llama.kv_heads} K/V heads × {llama.d_head} numbers, float16) "
     f"holds {format_bytes(llama.cache_bytes(llama.context))} for one sequence of {llama.context:,} tokens."
 )
