@@ -152,7 +152,9 @@ def expected(session: Session) -> dict:
     return {
         "Softmax weights": weights,
         "Context vectors": r.context[0],
-        "alphas": [rf"\alpha_{{{i + 1},{j + 1}}} = {ui.lessons._num(float(r.dropped_weights[0, i, j]))}" for j in alphas],
+        "alphas": [
+            rf"\alpha_{{{i + 1},{j + 1}}} = {ui.lessons._num(float(r.dropped_weights[0, i, j]))}" for j in alphas
+        ],
     }
 
 

@@ -9,7 +9,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(
-    [*(ROOT / "ui").glob("*.py"), ROOT / "dashboard.py", *(ROOT / "attention").glob("*.py"), *(ROOT / "pages").glob("*.py")]
+    [
+        *(ROOT / "ui").glob("*.py"),
+        ROOT / "dashboard.py",
+        *(ROOT / "attention").glob("*.py"),
+        *(ROOT / "pages").glob("*.py"),
+    ]
 )
 
 

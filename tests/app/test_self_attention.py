@@ -31,7 +31,8 @@ def config_of(at: AppTest) -> Config:
     get = lambda name: at.session_state["p:" + name]  # noqa: E731
     return Config(
         sentence=get("sentence"), d_model=get("d_model"), d_k=get("d_k"), d_v=get("d_v"), heads=get("heads"),
-        head_layout=get("head_layout"), seed=get("seed"), mask=get("mask"), padding=get("padding"), window=get("window"),
+        head_layout=get("head_layout"), seed=get("seed"), mask=get("mask"), padding=get("padding"),
+        window=get("window"),
         dropout=get("dropout"), scale=get("scale"), temperature=get("temperature"), init=get("init"),
         out_proj=get("out_proj"), bias=get("bias"),
     )  # fmt: skip

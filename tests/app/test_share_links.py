@@ -86,7 +86,13 @@ def test_the_bound_is_on_the_encoded_link(over: int) -> None:
 def test_links_with_the_old_names_open_the_same_view_and_are_rewritten() -> None:
     """Before the URL used the Config's field names, links said layout, cross and cmask: they still open the
     view they were copied from, with no warning, and the page writes the new names in their place."""
-    old = {"layout": "split", "heads": "2", "cross": "and a short answer", "mask": "custom", "cmask": "110." * 5 + "110"}
+    old = {
+        "layout": "split",
+        "heads": "2",
+        "cross": "and a short answer",
+        "mask": "custom",
+        "cmask": "110." * 5 + "110",
+    }
     at = cross_attention(sentence="one two three four five six", **old)
     assert not at.warning, [w.value for w in at.warning]
     state = {name: at.session_state["p:" + name] for name in ("head_layout", "heads", "cross_sentence", "custom_mask")}

@@ -127,7 +127,10 @@ def test_the_app_never_seeds_or_draws_from_torchs_global_rng(monkeypatch) -> Non
 
 # --------------------------------------------------------------------------- no module-level session state
 
-SHARED = [*sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "attention").glob("*.py"))]  # imported once, shared by every session
+SHARED = [
+    *sorted((ROOT / "ui").glob("*.py")),
+    *sorted((ROOT / "attention").glob("*.py")),
+]  # imported once, shared by every session
 SCRIPTS = [ROOT / "dashboard.py", *sorted((ROOT / "pages").glob("*.py"))]  # run afresh for every session
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "add", "discard",
             "remove", "__setitem__", "__delitem__"}  # fmt: skip
