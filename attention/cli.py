@@ -6,11 +6,17 @@ preset's values. Bad flags or values exit with status 2 and one line on stderr, 
     python -m attention --list-presets
     python -m attention --preset chef-causal --format json
     python -m attention --sentence "the cat sat on the mat" --heads 2 --mask causal
+    python -m attention --model minilm --layer 3 --head 1 --sentence "The animal didn't cross the street."
+
+With --model, the result is one head of a pretrained model (attention.pretrained) on the sentence: `compute` of
+its `head_config`, the model's subword tokens as labels; --layer and --head pick the head (they are not Config
+settings), and --sentence is the only setting it takes.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -37,6 +43,10 @@ WEIGHT_FIELDS = tuple(name for name, s in SETTINGS.items() if s.when == ("init",
 # not as JSON text for the command line), and reading one could exhaust memory before anything is checked.
 MAX_INPUT_BYTES = MAX_TOKENS * MAX_DIM * 32
 OUT_OF_MEMORY = "not enough memory for these sizes: try fewer tokens or heads, or smaller d_model, d_k or d_v"
+
+
+MODELS = ("minilm",)  # all-MiniLM-L6-v2 (attention.pretrained)
+MODEL_VIEW = (3, 1)  # the layer and head --model shows by default: the Real model page's opening view
 
 
 class UsageError(Exception):
@@ -68,6 +78,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format", choices=("table", "json", "script"), default="table", help="table (default), json, or script"
     )
+    real = p.add_argument_group("a pretrained model's head (not Config settings)").add_argument
+    real("--model", choices=tuple(MODELS), help="one head of all-MiniLM-L6-v2 on --sentence, instead of a toy")
+    real("--layer", type=int, metavar="N", help=f"with --model: the layer, from 0 (default {MODEL_VIEW[0]})")
+    real("--head", type=int, metavar="N", help=f"with --model: the head, from 0 (default {MODEL_VIEW[1]})")
     add = p.add_argument_group("config (defaults: the Raschka tutorial)").add_argument
     for name, s in SETTINGS.items():
         text = s.help.replace("%", "%%")  # argparse formats help with %
@@ -265,6 +279,31 @@ def build_config(args: argparse.Namespace) -> Config:
     return base.replace(**changes)
 
 
+def model_result(args: argparse.Namespace) -> Result:
+    """--model: compute(head_config(...)) of the chosen layer and head on --sentence, labelled with the model's
+    subword tokens. Another Config flag, --preset, or a layer or head out of range is a UsageError."""
+    if args.preset:
+        raise UsageError("--model runs a pretrained model's head; --preset picks a toy tutorial: leave one out")
+    given = [flag(name) for name in SETTINGS if name != "sentence" and getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"{given[0]} is a toy setting; with --model only --sentence, --layer and --head apply")
+    from . import pretrained  # only here: the other commands never read the model
+
+    layer, head = (
+        (MODEL_VIEW[0] if args.layer is None else args.layer),
+        (MODEL_VIEW[1] if args.head is None else args.head),
+    )
+    model = pretrained.load()
+    if not 0 <= layer < len(model.layers):
+        raise UsageError(f"--layer must be a layer of the model, 0 to {len(model.layers) - 1}, got {layer}")
+    if not 0 <= head < model.heads:
+        raise UsageError(f"--head must be a head of the model, 0 to {model.heads - 1}, got {head}")
+    args.layer, args.head = layer, head  # for the table's first line
+    run = pretrained.forward(model, pretrained.DEFAULT_SENTENCE if args.sentence is None else args.sentence)
+    result = compute(pretrained.head_config(model, run, layer, head))
+    return dataclasses.replace(result, tokens=run.tokens, key_tokens=run.tokens)
+
+
 # output -----------------------------------------------------------------------------------------
 
 
@@ -358,8 +397,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(list_presets())
         return 0
     try:
-        config = build_config(args)
-        result = compute(config)
+        if args.model is None and (args.layer is not None or args.head is not None):
+            raise UsageError(
+                f"{'--layer' if args.layer is not None else '--head'} picks a head of --model: add --model minilm"
+            )
+        result = model_result(args) if args.model else compute(build_config(args))
+        config = result.config
     except (UsageError, ValueError, OverflowError) as exc:
         return fail(str(exc))
     except MemoryError:
@@ -375,6 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.format == "script":
             sys.stdout.write(export.script(config))
         else:
+            if args.model:
+                sys.stdout.write(f"all-MiniLM-L6-v2, layer {args.layer}, head {args.head}\n\n")
             sys.stdout.write(render_table(result, presets.get(args.preset) if args.preset else None))
     except MemoryError:
         return fail(OUT_OF_MEMORY)

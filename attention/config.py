@@ -360,11 +360,11 @@ class Config:
         return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) != getattr(default, f.name)}
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain fields, matrices as lists of rows: JSON-ready."""
+        """Plain fields, matrices as lists of rows and vectors (the biases) as lists: JSON-ready."""
         out = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            out[f.name] = [list(r) for r in v] if isinstance(v, tuple) else v
+            out[f.name] = [list(r) if isinstance(r, tuple) else r for r in v] if isinstance(v, tuple) else v
         return out
 
     # validation ------------------------------------------------------------

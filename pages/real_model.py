@@ -1,10 +1,131 @@
-"""Real model: being written."""
+"""Inside a real model: all-MiniLM-L6-v2's 6 x 12 heads, one of them through the same panels as the toy."""
 
 import streamlit as st
 
 import ui
+from attention import interpret, pretrained
+from ui import model as real
 
-st.title("Real model")
-ui.show_url_warnings()
-st.info("This page is being written.")
+st.title("Inside a real model")
+st.caption(
+    "all-MiniLM-L6-v2, a trained BERT encoder (6 layers of 12 heads, 32 numbers a head), read offline. Its heads "
+    "compute exactly what the toy pages compute, Q Kᵀ, softmax and a mix of values, with weights learned from "
+    "a billion sentence pairs. Layers and heads count from 0."
+)
+ui.show_url_warnings(sentence=pretrained.DEFAULT_SENTENCE, head=1)
+ui.controls(["sentence"])
+model, run = real.run_or_stop(str(ui.get("sentence")))
+tok = ui.labels(run.tokens)
+
+st.subheader("The tokens the model sees")
+real.token_chips(run.tokens)
+st.caption(
+    f"{len(run.tokens)} subword tokens: [CLS] opens every input and [SEP] closes it; a word the vocabulary lacks "
+    "is cut into pieces, the later ones marked ##; a character it cannot read is [UNK]."
+)
+
+st.subheader("Every head at once")
+if len(run.tokens) <= real.MODEL_VIEW_MAX:
+    real.model_view(run, int(ui.get("layer")), int(ui.get("head")))
+    st.caption(
+        "One map a head (h0 to h11, ◆ the one shown below), in each its layers L0 to L5 from top to bottom, each a "
+        "query × key map (keys numbered as the tokens) of weights from 0 (dark) to 1 (bright). Click a row to "
+        "open that head and follow that token."
+    )
+else:
+    st.info(f"The model view is drawn for up to {real.MODEL_VIEW_MAX} tokens; pick a layer and head below.")
+
+st.subheader("One head, step by step")
+c = st.columns(3)
+layer = int(ui.pick("layer", list(range(6)), "Layer", container=c[0]))
+head = int(ui.pick("head", list(range(12)), "Head", container=c[1]))
+with c[2]:
+    toy = ui.toggle("toy", container=st)
+    if toy:
+        seed = int(ui.slider("seed", container=st))
+if toy:
+    config = pretrained.random_head_config(model, run, layer, head, seed=seed)
+    st.info(
+        "Random weights: the same inputs, shapes and scale as the trained head, with every number of W_query, "
+        "W_key and W_value drawn at random. Switch off to see what training put there."
+    )
+else:
+    config = pretrained.head_config(model, run, layer, head)
+result = real.labelled(ui.compute(config), run.tokens)
+
+top, bottom = st.columns(2), st.columns(2)
+panels = [top[0], top[1], bottom[0], bottom[1]]
+ui.heatmap(result.embeddings, tok, ui.dim_labels(result.embeddings.shape[1]),
+           title=f"Hidden states entering layer {layer}", key="rm:x", container=panels[0], annotate=False)  # fmt: skip
+panels[0].caption("384 numbers a token: the embeddings for layer 0, the previous layer's output after that.")
+ui.heatmap(result.omega[0], tok, tok, title="Omega = Q Kᵀ", key="rm:omega", container=panels[1])
+panels[1].caption("Raw scores, queries in rows, keys in columns, with the head's real query and key biases.")
+picked = ui.heatmap(result.weights[0], tok, tok, title="Softmax weights", kind="weights", key="rm:weights",
+                    selectable=True, container=panels[2])  # fmt: skip
+panels[2].caption("softmax(omega / √32): each row sums to 1. Click a row to follow it.")
+ui.heatmap(result.context[0], tok, ui.dim_labels(result.d_v), title="Context vectors", key="rm:context",
+           container=panels[3])  # fmt: skip
+panels[3].caption("Each row: the weights' mix of this head's 32-number values.")
+
+st.subheader("Follow one token")
+if picked is not None:
+    ui.put("token", picked)
+focus = ui.pick("token", list(range(len(tok))), "Token to follow", format_func=lambda i: tok[i])
+st.caption(f"The head is computed on its own, as a one-head attention: “head 1” below is layer {layer}, head {head}.")
+ui.walkthrough(result, 0, focus)
+
+st.subheader("Beyond the weights")
+st.markdown(
+    "**Attention is not only a weight** (Kobayashi et al. 2020). A key with a large weight may carry a tiny "
+    "vector: what it adds to a query's output is α·f(x), its value through the head's share of the output "
+    "projection. Much of the weight that goes to [CLS] and [SEP] moves almost nothing."
+)
+norms = pretrained.norm_based(model, run, layer)
+left, right = st.columns(2)
+ui.heatmap(norms.weights[head], tok, tok, title=f"Weight α, layer {layer} head {head}", kind="weights",
+           key="rm:alpha", container=left, annotate=False)  # fmt: skip
+left.caption(f"Share of the weight on [CLS]/[SEP]: {float(norms.weight_share[head].mean()):.0%} (mean over queries).")
+ui.heatmap(norms.norms[head], tok, tok, title=f"‖α·f(x)‖, layer {layer} head {head}", kind="weights",
+           key="rm:norms", container=right, annotate=False, top=float(norms.norms[head].max()))  # fmt: skip
+right.caption(f"Share of the norm on [CLS]/[SEP]: {float(norms.norm_share[head].mean()):.0%} (mean over queries).")
+if toy:
+    st.caption("These and the analyses below read the trained model: the random head is only in the panels above.")
+
+st.markdown(
+    "**Attention rollout** (Abnar & Zuidema 2020). Tokens mix again at every layer, so one layer's weights do not "
+    "say which input words an output came from. Rollout averages each layer's heads, adds the residual "
+    "connection as attention to oneself, and multiplies the layers up to this one."
+)
+roll = interpret.rollout(run.weights).rollout[layer]
+left, right = st.columns(2)
+ui.heatmap(roll, tok, tok, title=f"Rollout through layer {layer}", kind="weights", key="rm:rollout",
+           annotate=False, top=float(roll.max()), container=left)  # fmt: skip
+right.caption(
+    "Row: a token's representation after this layer; columns: how much of it comes from each input token. "
+    "Change the layer above: on this sentence the diagonal (each token itself) fades from about half of each "
+    "row after layer 0 to a tenth after layer 5, while the [CLS] column grows."
+)
+
+st.markdown("**Head gallery**: every head scored on this sentence for what heads are known to do.")
+scores = pretrained.head_scores(run)
+values = scores.scores()
+best = interpret.best_heads(scores)
+shown = st.segmented_control("Behaviour", list(values), default="previous_token", key="rm:behaviour",
+                             format_func=real.BEHAVIOURS.get) or "previous_token"  # fmt: skip
+left, right = st.columns([3, 1])
+ui.heatmap(values[shown], [f"layer {i}" for i in range(6)], [f"h{j}" for j in range(12)],
+           title=f"Score: {real.BEHAVIOURS[shown]}", kind="weights", key="rm:gallery", container=left)  # fmt: skip
+right.markdown("**Go to the best head for**")
+for name, (b_layer, b_head) in best.items():
+    right.button(f"{real.BEHAVIOURS[name]}: L{b_layer} h{b_head}", key=f"rm:best:{name}", on_click=real.go_to,
+                 args=(b_layer, b_head))  # fmt: skip
+if scores.coreference is None:
+    st.info(
+        f"The coreference score needs both “{pretrained.DEFAULT_PRONOUN}” and “{pretrained.DEFAULT_ANTECEDENT}” "
+        "in the sentence: it is the weight from the pronoun's row on the antecedent's column."
+    )
+st.caption(
+    "Previous/next token: mean weight on the neighbour; sink: on [CLS] and [SEP]; same word: on the other pieces "
+    "of one's word; coreference: from “it” to “animal”."
+)
 ui.finish()

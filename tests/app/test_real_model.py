@@ -1,0 +1,173 @@
+"""The Real model page in AppTest: the model view and the four panels hold the model's own numbers, the controls
+and gallery buttons move the head, the toy swaps the weights, and the page draws with the network refused."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import charts as chart_reader
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from attention import interpret, pretrained
+
+ROOT = Path(__file__).resolve().parents[2]
+PANELS = ("Omega = Q Kᵀ", "Softmax weights", "Context vectors")
+
+
+def page(**params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page("pages/real_model.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def act(at: AppTest, kind: str, key: str, value) -> AppTest:
+    getattr(at, kind)(key=key).set_value(value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def drawn(at: AppTest) -> dict[str, tuple[torch.Tensor, list[str], list[str]]]:
+    return chart_reader.heatmaps(at)
+
+
+def texts(at: AppTest) -> str:
+    parts = [e.value for e in (*at.info, *at.warning, *at.error, *at.caption, *at.markdown)]
+    return "\n".join(str(p) for p in parts)
+
+
+@pytest.fixture(scope="module")
+def run() -> pretrained.ModelRun:
+    return pretrained.forward(pretrained.load(), pretrained.DEFAULT_SENTENCE)
+
+
+def weights(at: AppTest) -> torch.Tensor:
+    return drawn(at)["Softmax weights"][0]
+
+
+def test_defaults_draw_the_model_view_and_the_four_panels_of_layer_3_head_1(run) -> None:
+    at = page()
+    charts = drawn(at)
+    t = len(run.tokens)
+    for h in range(12):
+        title = f"h{h} ◆" if h == 1 else f"h{h}"
+        stacked, rows, cols = charts[title]
+        assert rows[: t + 1] == [f"L0 {i + 1} {s}" for i, s in enumerate(run.tokens)] + [""]
+        assert stacked.shape == (6 * (t + 1) - 1, t) and cols == [str(i + 1) for i in range(t)]
+        for layer in range(6):
+            block = stacked[layer * (t + 1) : layer * (t + 1) + t]
+            torch.testing.assert_close(block, run.weights[layer, h], atol=1e-6, rtol=0)
+    x, rows, _ = charts["Hidden states entering layer 3"]
+    torch.testing.assert_close(x, run.hidden_states[3], atol=1e-6, rtol=0)
+    assert rows == [f"{i + 1} {s}" for i, s in enumerate(run.tokens)]
+    for title in PANELS:
+        assert charts[title][1] == rows
+    torch.testing.assert_close(weights(at), run.weights[3, 1], atol=1e-6, rtol=0)
+    torch.testing.assert_close(charts["Context vectors"][0], run.context[3, 1], atol=1e-6, rtol=0)
+    assert "[CLS]" in at.get("html")[0].proto.body and "didn" in at.get("html")[0].proto.body
+    assert "Following token 2: the" in texts(at)
+
+
+@pytest.mark.parametrize(("kind", "key", "value", "layer", "head"), [
+    ("selectbox", "w:layer", 0, 0, 1), ("selectbox", "w:head", 11, 3, 11), ("selectbox", "w:layer", 5, 5, 1),
+])  # fmt: skip
+def test_changing_layer_or_head_draws_that_head(run, kind, key, value, layer, head) -> None:
+    at = act(page(), kind, key, value)
+    torch.testing.assert_close(weights(at), run.weights[layer, head], atol=1e-6, rtol=0)
+    assert not torch.allclose(weights(at), run.weights[3, 1])
+    torch.testing.assert_close(drawn(at)[f"Hidden states entering layer {layer}"][0], run.hidden_states[layer])
+
+
+def test_the_toy_toggle_swaps_in_random_weights_of_the_same_shape(run) -> None:
+    at = act(page(), "toggle", "w:toy", True)
+    toy = weights(at)
+    assert toy.shape == run.weights[3, 1].shape and not torch.allclose(toy, run.weights[3, 1], atol=1e-3)
+    torch.testing.assert_close(toy.sum(dim=-1), torch.ones(toy.shape[0]))
+    torch.testing.assert_close(drawn(at)["Hidden states entering layer 3"][0], run.hidden_states[3])
+    other = act(at, "slider", "w:seed", 7)
+    assert not torch.allclose(weights(other), toy)
+    back = act(other, "toggle", "w:toy", False)
+    torch.testing.assert_close(weights(back), run.weights[3, 1], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("behaviour", interpret.BEHAVIOURS)
+def test_a_gallery_button_moves_to_the_best_head(run, behaviour) -> None:
+    layer, head = interpret.best_heads(pretrained.head_scores(run))[behaviour]
+    at = page()
+    at.button(key=f"rm:best:{behaviour}").click().run()
+    assert not at.exception
+    assert at.selectbox(key="w:layer").value == layer and at.selectbox(key="w:head").value == head
+    torch.testing.assert_close(weights(at), run.weights[layer, head], atol=1e-6, rtol=0)
+
+
+def test_the_gallery_draws_every_heads_score() -> None:
+    at = page()
+    scores = pretrained.head_scores(pretrained.forward(pretrained.load(), pretrained.DEFAULT_SENTENCE))
+    torch.testing.assert_close(drawn(at)["Score: previous token"][0], scores.previous_token)
+    at.segmented_control(key="rm:behaviour").set_value("coreference").run()
+    torch.testing.assert_close(drawn(at)["Score: coreference “it” → “animal”"][0], scores.coreference)
+
+
+def test_a_sentence_without_the_coreference_pair_says_the_score_needs_it() -> None:
+    at = page(sentence="The cat sat on the mat.")
+    assert "coreference score needs both “it” and “animal”" in texts(at)
+    assert at.button(key="rm:best:sink") and not [b for b in at.button if b.key == "rm:best:coreference"]
+
+
+def test_norm_based_attention_and_rollout_are_the_packages(run) -> None:
+    at = page()
+    norms = pretrained.norm_based(pretrained.load(), run, 3)
+    torch.testing.assert_close(drawn(at)["‖α·f(x)‖, layer 3 head 1"][0], norms.norms[1])
+    torch.testing.assert_close(drawn(at)["Rollout through layer 3"][0], interpret.rollout(run.weights).rollout[3])
+    assert f"{float(norms.norm_share[1].mean()):.0%}" in texts(at)
+
+
+def test_a_long_sentence_is_cut_with_a_note_and_no_model_view() -> None:
+    at = page(sentence="word " * 600)
+    assert "the first 510 subword tokens" in texts(at)
+    assert "The model view is drawn for up to 64 tokens" in texts(at)
+    assert weights(at).shape == (512, 512)
+
+
+def test_an_empty_sentence_is_a_clear_message() -> None:
+    at = act(page(), "text_area", "w:sentence", "   ")
+    assert any("sentence is empty" in e.value for e in at.error)
+
+
+def test_the_page_draws_the_model_view_with_every_non_loopback_connection_refused(monkeypatch) -> None:
+    connect = socket.socket.connect
+    tried = []
+
+    def loopback_only(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
+            tried.append(address)
+            raise OSError(f"network refused by the test: {address}")
+        return connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", loopback_only)
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(OSError("refused")))
+    pretrained._load.cache_clear()  # the model is read from disk under the block, not taken from an earlier test
+    at = page()
+    assert len([t for t in drawn(at) if t.startswith("h")]) == 12
+    assert not at.error and tried == []
+
+
+def test_other_pages_never_import_the_models_readers() -> None:
+    code = (
+        "import sys; from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({str(ROOT / 'dashboard.py')!r}, default_timeout=60); at.run()\n"
+        "at.switch_page('pages/multi_head.py').run(); assert not at.exception\n"
+        "print(sorted(m for m in ('safetensors', 'tokenizers', 'ui.model') if m in sys.modules))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "[]"
