@@ -78,6 +78,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format", choices=("table", "json", "script"), default="table", help="table (default), json, or script"
     )
+    how = p.add_argument_group("how LLMs run it (output modes, not Config settings)").add_argument
+    how("--decode", action="store_true", help="generate the tokens one at a time with a KV cache: each step's "
+        "one row of weights, its context, the cache size and the work; needs a causal or window mask (implies "
+        "--mask causal when no mask is given)")  # fmt: skip
+    how("--block-size", type=int, metavar="B", help="FlashAttention's tiled online softmax over blocks of B keys: "
+        "every tile's running max m and sum l, and the largest difference from the ordinary softmax")  # fmt: skip
     real = p.add_argument_group("a pretrained model's head (not Config settings)").add_argument
     real("--model", choices=tuple(MODELS), help="one head of all-MiniLM-L6-v2 on --sentence, instead of a toy")
     real("--layer", type=int, metavar="N", help=f"with --model: the layer, from 0 (default {MODEL_VIEW[0]})")
@@ -385,6 +391,78 @@ def fail(message: str) -> int:
     return 2
 
 
+def _write(write: Callable[[], None]) -> int:
+    """Run an output mode: 0, or 2 with one line for what it refuses (a mask that cannot decode, a bad block)."""
+    try:
+        write()
+    except (UsageError, ValueError) as exc:
+        return fail(str(exc))
+    except MemoryError:
+        return fail(OUT_OF_MEMORY)
+    return 0
+
+
+def _rows(t: torch.Tensor) -> list:
+    return t.tolist()
+
+
+def write_decode(result: Result, fmt: str) -> None:
+    """--decode: every step of generating the tokens with a KV cache (attention.decoding), as text or JSON."""
+    from . import decoding
+
+    steps = decoding.decode_result(result)
+    tokens = [_printable(t) for t in result.tokens]
+    if fmt == "json":
+        json.dump({"tokens": list(result.tokens), "kv_heads": steps[0].kv_heads, "steps": [
+            {"t": s.t, "token": result.tokens[s.t], "allowed": _rows(s.allowed), "weights": _rows(s.weights),
+             "context": _rows(s.context), "products": s.products, "cache_bytes": s.cache_bytes} for s in steps
+        ]}, sys.stdout)  # fmt: skip
+        sys.stdout.write("\n")
+        return
+    if fmt == "script":
+        raise UsageError("--decode writes a table or JSON, not a script")
+    for s in steps:
+        sys.stdout.write(f"step {s.t}: token {tokens[s.t]!s} arrives; the cache holds {s.t + 1} token(s), "
+                         f"{s.cache_bytes} bytes; {s.products} q.k products\n")  # fmt: skip
+        for h in range(s.heads):
+            head = f"  head {h + 1} " if s.heads > 1 else "  "
+            sys.stdout.write(head + "weights " + " ".join(f"{w:.4f}" for w in s.weights[h].tolist()) + "\n")
+
+
+def write_tiled(result: Result, block_size: int, fmt: str) -> None:
+    """--block-size B: FlashAttention's tiles (attention.flash) over the computed queries, keys and values."""
+    from . import flash
+
+    if not 1 <= block_size <= len(result.key_tokens):
+        raise UsageError(f"--block-size must be from 1 to the {len(result.key_tokens)} keys, got {block_size}")
+    tiled = flash.tiled_attention(result.queries, result.keys, result.values, scale=result.scale, mask=result.mask,
+                                  block_size=block_size)  # fmt: skip
+    ordinary = flash.ordinary_attention(result.queries, result.keys, result.values, scale=result.scale,
+                                        mask=result.mask)  # fmt: skip
+    difference = float((tiled.output - ordinary).abs().max())
+    memory = flash.memory_numbers(len(result.tokens), len(result.key_tokens), block_size, result.heads)
+    if fmt == "json":
+        json.dump({"block_size": block_size, "largest_difference": difference, "output": _rows(tiled.output),
+                   "memory": memory._asdict(), "tiles": [
+            {"query_rows": [t.query_rows.start, t.query_rows.stop], "key_cols": [t.key_cols.start, t.key_cols.stop],
+             "skipped": t.skipped, "m": _rows(t.m), "l": _rows(t.l)} for t in tiled.tiles
+        ]}, sys.stdout)  # fmt: skip
+        sys.stdout.write("\n")
+        return
+    if fmt == "script":
+        raise UsageError("--block-size writes a table or JSON, not a script")
+    for t in tiled.tiles:
+        where = f"queries {t.query_rows.start + 1}-{t.query_rows.stop}, keys {t.key_cols.start + 1}-{t.key_cols.stop}"
+        if t.skipped:
+            sys.stdout.write(f"{where}: skipped (the mask blocks the whole tile)\n")
+            continue
+        m = " ".join(f"{x:.4f}" for x in t.m[0].tolist())
+        sum_l = " ".join(f"{x:.4f}" for x in t.l[0].tolist())
+        sys.stdout.write(f"{where}: m = {m}; l = {sum_l}\n")
+    sys.stdout.write(f"largest difference from the ordinary softmax: {difference:.3g}\n")
+    sys.stdout.write(f"scores held: {memory.full_scores} numbers ordinary, {memory.tile_scores} a tile\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on argv (sys.argv[1:] when None); returns the exit status: 0, or 2 for bad input."""
     try:
@@ -401,8 +479,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(
                 f"{'--layer' if args.layer is not None else '--head'} picks a head of --model: add --model minilm"
             )
+        if args.decode and args.block_size is not None:
+            raise UsageError("--decode and --block-size show two different things: give one")
+        if args.decode and args.mask is None and args.window is None and not args.model:
+            args.mask = "causal"  # decoding generates left to right
         result = model_result(args) if args.model else compute(build_config(args))
         config = result.config
+        if args.decode:
+            return _write(lambda: write_decode(result, args.format))
+        if args.block_size is not None:
+            return _write(lambda: write_tiled(result, args.block_size, args.format))
     except (UsageError, ValueError, OverflowError) as exc:
         return fail(str(exc))
     except MemoryError:
@@ -416,7 +502,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             export.write_json(result, sys.stdout)  # streamed: the text can be gigabytes
             sys.stdout.write("\n")
         elif args.format == "script":
-            sys.stdout.write(export.script(config))
+            try:
+                sys.stdout.write(export.script(config))
+            except ValueError as exc:
+                return fail(f"--format script: {exc}")
         else:
             if args.model:
                 sys.stdout.write(f"all-MiniLM-L6-v2, layer {args.layer}, head {args.head}\n\n")

@@ -185,7 +185,7 @@ def decode(
 def decode_result(result: Result, bytes_per_number: int = FLOAT32_BYTES) -> list[DecodeStep]:
     """The steps of generating a computed self-attention's tokens one at a time, with its mask.
 
-    Uses result.queries, keys, values, scale and the config's mask ("causal" or "window"). Decoding runs
+    Uses result.queries, kv_keys, kv_values (h_kv heads), scale and the config's mask ("causal" or "window"). Decoding runs
     at inference, without dropout: the steps match result.weights, and result.context when dropout is 0.
     """
     config = result.config
@@ -208,8 +208,8 @@ def decode_result(result: Result, bytes_per_number: int = FLOAT32_BYTES) -> list
     window = config.window if config.mask == "window" else None
     return decode(
         result.queries,
-        result.keys,
-        result.values,
+        result.kv_keys,  # (h_kv, T, d_k): a cache keeps one key per K/V head (grouped-query heads share theirs)
+        result.kv_values,
         scale=result.scale,
         mask=config.mask,
         window=window,

@@ -35,6 +35,11 @@ PAGES = [
     "pitfalls",
     "mask_editor",
     "soft_lookup",
+    "position",
+    "grouped_query",
+    "kv_cache",
+    "flash_attention",
+    "real_model",
 ]
 # URL paths are the page files' names (see dashboard.py); the default page is served at /.
 URL = {"self_attention": ""}
