@@ -43,15 +43,12 @@ with c[2]:
     toy = ui.toggle("toy", container=st)
     if toy:
         seed = int(ui.slider("seed", container=st))
+result = real.head_result(str(ui.get("sentence")), layer, head, seed if toy else None)
 if toy:
-    config = pretrained.random_head_config(model, run, layer, head, seed=seed)
     st.info(
         "Random weights: the same inputs, shapes and scale as the trained head, with every number of W_query, "
         "W_key and W_value drawn at random. Switch off to see what training put there."
     )
-else:
-    config = pretrained.head_config(model, run, layer, head)
-result = real.labelled(ui.compute(config), run.tokens)
 
 top, bottom = st.columns(2), st.columns(2)
 panels = [top[0], top[1], bottom[0], bottom[1]]
@@ -71,8 +68,7 @@ st.subheader("Follow one token")
 if picked is not None:
     ui.put("token", picked)
 focus = ui.pick("token", list(range(len(tok))), "Token to follow", format_func=lambda i: tok[i])
-st.caption(f"The head is computed on its own, as a one-head attention: “head 1” below is layer {layer}, head {head}.")
-ui.walkthrough(result, 0, focus)
+ui.walkthrough(result, 0, focus, head_name=f"layer {layer}, head {head}")
 
 st.subheader("Beyond the weights")
 st.markdown(

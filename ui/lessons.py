@@ -40,8 +40,11 @@ def _terms(pairs: Sequence[tuple[float, float]], limit: int = 3) -> str:
     return r" \\ &\quad + ".join(lines)
 
 
-def walkthrough(result: Result, head: int, i: int) -> None:
-    """Query i of one head written out with its numbers: q.k, scaling, softmax, weighted sum."""
+def walkthrough(result: Result, head: int, i: int, head_name: str | None = None) -> None:
+    """Query i of one head written out with its numbers: q.k, scaling, softmax, weighted sum.
+
+    head_name: how the heading names the head, when its index in this result is not its name (a real model's
+    head computed on its own is head 0 of its result)."""
     q = result.queries[head, i]
     keys, values = result.keys[head], result.values[head]
     omega, scaled = result.omega[head, i], result.scaled[head, i]
@@ -49,7 +52,7 @@ def walkthrough(result: Result, head: int, i: int) -> None:
     allowed = result.mask[i]
     n = i + 1
     cols = labels(result.key_tokens)
-    st.markdown(f"**Following token {n}: {plain(result.tokens[i])}** (head {head + 1})")
+    st.markdown(f"**Following token {n}: {plain(result.tokens[i])}** ({head_name or f'head {head + 1}'})")
     j = int(torch.argmax(torch.where(allowed, omega, torch.tensor(float("-inf"))))) if allowed.any() else 0
     st.latex(
         rf"\begin{{aligned}}\omega_{{{n},{j + 1}}} &= q^{{({n})}} \cdot k^{{({j + 1})}} \\ &= "

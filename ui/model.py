@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import streamlit as st
 import torch
 
-from attention import Result, pretrained
+from attention import Result, compute, pretrained
 
 from .heatmaps import heatmap
 from .markup import labels
@@ -85,6 +85,19 @@ def run_or_stop(sentence: str) -> tuple[pretrained.Model, pretrained.ModelRun]:
             f"the first {pretrained.MAX_TOKENS - 2} subword tokens of the sentence."
         )
     return model, result
+
+
+@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
+def head_result(sentence: str, layer: int, head: int, toy_seed: int | None = None) -> Result:
+    """One head of the model on the sentence as `compute` gives it (random weights of the same shape and scale
+    when toy_seed is given), labelled with the subword tokens; cached by these small arguments, since the head's
+    Config holds its three 384 x 32 matrices and would make a slow cache key."""
+    model, ran = run(sentence)
+    if toy_seed is None:
+        config = pretrained.head_config(model, ran, layer, head)
+    else:
+        config = pretrained.random_head_config(model, ran, layer, head, seed=toy_seed)
+    return labelled(compute(config), ran.tokens)
 
 
 def labelled(result: Result, tokens: Sequence[str]) -> Result:
