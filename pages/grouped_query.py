@@ -81,7 +81,7 @@ points = kv_memory.cache_series(model, bytes_per_number=size)
 frame = pd.DataFrame({"x": [p.tokens for p in points], "y": [p.bytes for p in points],
                       "series": [f"{p.layout}: {p.kv_heads} K/V head{'s' * (p.kv_heads > 1)}" for p in points],
                       "shown": [kv_memory.format_bytes(p.bytes) for p in points]})  # fmt: skip
-ui.log_lines(frame, title=f"KV cache of {model.name} ({per_number}) against context length", x_title="tokens",
+ui.lines(frame, log=True, title=f"KV cache of {model.name} ({per_number}) against context length", x_title="tokens",
              y_title="bytes", key="gq:memory")  # fmt: skip
 table = pd.DataFrame(
     [{"model": m.name, "layers": m.layers, "query heads": m.heads, "K/V heads": m.kv_heads, "d_head": m.d_head,

@@ -5,7 +5,7 @@ import streamlit as st
 
 import ui
 from attention import permutation, position, rope_demo
-from ui.position import lines, shuffle_button
+from ui.position import shuffle_button
 
 # No mask and no dropout here, whatever another page set: a causal mask is itself a signal of order (each word
 # sees only the words before it), and dropout draws differ between the two sentences of the experiment.
@@ -140,7 +140,7 @@ else:
         ignore_index=True,
     )
     chart_col, words_col = st.columns([2, 1])
-    lines(
+    ui.lines(
         frame,
         title=f"q · k of “{tokens[focus]}” and “{tokens[0]}”, {distance} apart",
         x_title="key position (the query is that + distance)",
@@ -223,7 +223,7 @@ weights_frame = pd.concat(
     ignore_index=True,
 )
 chart_col, words_col = st.columns([2, 1])
-lines(
+ui.lines(
     weights_frame,
     title=f"Weights of the last word “{tokens[last]}”, head {head + 1}",
     x_title="distance back from the last word",

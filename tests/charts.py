@@ -1,8 +1,10 @@
-"""Read the heatmaps an AppTest run drew: each is our canvas component, fed a binary payload (ui.heatmap_payload)."""
+"""AppTest helpers: open a page as a link does, and read the heatmaps a run drew (each is our canvas component,
+fed a binary payload: ui.heatmap_payload)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,18 @@ from streamlit.testing.v1 import AppTest
 import ui
 
 COMPONENT = "attention_lab.heatmap"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def open_page(path: str, **params: str) -> AppTest:
+    """The dashboard opened with these URL parameters, switched to pages/<path>.py and run, with no exception."""
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()  # AppTest finds st.navigation's pages only after a first run
+    at.switch_page(f"pages/{path}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
 
 
 def _walk(node: Any) -> Iterator[Any]:

@@ -19,7 +19,7 @@ import ctypes
 import gc
 
 from . import charts, exports, heatmaps, lessons, markup, results, state, widgets
-from .charts import band_chart, bars, chart, log_lines, sweep_frame, sweep_table
+from .charts import band_chart, bars, chart, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
 from .lessons import SAY, stepper, walkthrough
@@ -81,7 +81,7 @@ __all__ = [
     "band_chart",
     "bars",
     "chart",
-    "log_lines",
+    "lines",
     "sweep_frame",
     "sweep_table",
     "MATRICES",

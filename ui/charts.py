@@ -152,31 +152,36 @@ def sweep_table(sweep: experiments.ScalingSweep) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
+# apart for every colour vision, mid-dark so that they read on the light and the dark theme (as the bands above)
+PALETTE = ["#0a8494", "#e66100", "#5d3a9b", "#1a7f37", "#b8860b", "#d6336c", "#6c757d", "#1f4e9c", "#8b4513"]
+
+
 @functools.lru_cache(maxsize=16)
-def _lines_spec(title: str, x_title: str, y_title: str, height: int) -> dict:
-    """Vega-Lite spec of one line per `series` over log-scaled x and y axes, points with a tooltip of `shown`."""
+def _lines_spec(title: str, x_title: str, y_title: str, height: int, log: bool) -> dict:
+    """Vega-Lite spec of one line with points per `series`. log: both axes log2, the tooltip shows `shown`;
+    else linear axes, y from 0 (a flat line looks flat, not like rounding noise blown up), whole-number x ticks."""
     empty = pd.DataFrame({"x": [1], "y": [1.0], "series": ["a"], "shown": [""]})
-    spec = (
-        alt.Chart(empty)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("x:Q", scale=alt.Scale(type="log", base=2), title=x_title),
-            y=alt.Y("y:Q", scale=alt.Scale(type="log", base=2), title=y_title),
-            color=alt.Color(
-                "series:N", legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=0)
-            ),  # fmt: skip
-            tooltip=[alt.Tooltip("series:N"), alt.Tooltip("x:Q", title=x_title), alt.Tooltip("shown:N", title=y_title)],
-        )
-        .properties(title=title, height=height)
-        .to_dict()
-    )
+    if log:
+        x = alt.X("x:Q", scale=alt.Scale(type="log", base=2), title=x_title)
+        y = alt.Y("y:Q", scale=alt.Scale(type="log", base=2), title=y_title)
+        shown = alt.Tooltip("shown:N", title=y_title)
+    else:
+        x = alt.X("x:Q", title=x_title, axis=alt.Axis(format="d", tickMinStep=1))
+        y = alt.Y("y:Q", title=y_title, scale=alt.Scale(zero=True))
+        shown = alt.Tooltip("y:Q", title=y_title, format=".4g")
+    colour = alt.Color("series:N", scale=alt.Scale(range=PALETTE), sort=None,  # the order the page gives
+                       legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=0))  # fmt: skip
+    tooltip = [alt.Tooltip("series:N"), alt.Tooltip("x:Q", title=x_title), shown]
+    spec = alt.Chart(empty).mark_line(point=True).encode(x=x, y=y, color=colour, tooltip=tooltip)
+    spec = spec.properties(title=title, height=height).to_dict()
     spec.pop("datasets", None)
     spec.pop("data", None)
     return spec
 
 
-def log_lines(frame: pd.DataFrame, *, title: str, x_title: str, y_title: str, key: str, container: Any = None,
-              height: int = 260) -> None:  # fmt: skip
-    """Lines of y over x, one per `series`, both axes log-scaled (memory against context length); `shown` is y
-    as the tooltip writes it (e.g. '2.0 GiB')."""
-    chart(frame, dict(_lines_spec(title, x_title, y_title, height)), height=height + 120, key=key, container=container)
+def lines(frame: pd.DataFrame, *, title: str, x_title: str, y_title: str, key: str, container: Any = None,
+          height: int = 240, log: bool = False) -> None:  # fmt: skip
+    """Lines of y over x, one per `series` (columns x, y, series of `frame`): linear axes with y from 0, or both
+    log-scaled (memory against context length) with `shown`, y as the tooltip writes it (e.g. '2.0 GiB')."""
+    spec = dict(_lines_spec(title, x_title, y_title, height, log))
+    chart(frame, spec, height=height + (120 if log else 110), key=key, container=container)

@@ -5,22 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from charts import heatmaps
-from streamlit.testing.v1 import AppTest
+from charts import heatmaps, open_page
 
 from attention import Config, compute
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def page(path: str, **params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page(f"pages/{path}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+page = open_page
 
 
 def test_defaults_group_eight_query_heads_on_two_kv_heads_and_draw_their_weights() -> None:

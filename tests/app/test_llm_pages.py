@@ -15,15 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "Life is short, eat dessert first"  # the dashboard's default: 6 tokens
 
 
-def page(path: str, **params: str) -> AppTest:
-    """The dashboard opened with these URL parameters, switched to one page and run."""
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()  # AppTest finds st.navigation's pages only after a first run
-    at.switch_page(f"pages/{path}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+page = chart_reader.open_page
 
 
 def run_widget(at: AppTest, kind: str, key: str, value) -> AppTest:

@@ -21,14 +21,8 @@ PAGE = {"heads": 4, "init": "linear", "mask": "none", "dropout": 0.0}  # what th
 
 
 def page(**params: str) -> AppTest:
-    """The dashboard opened with these URL parameters, switched to the Position page and run."""
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()  # AppTest finds st.navigation's pages only after a first run
-    at.switch_page("pages/position.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    """The Position page opened from a link with these parameters."""
+    return chart_reader.open_page("position", **params)
 
 
 def verdicts(at: AppTest) -> list[tuple[str, str]]:

@@ -20,13 +20,7 @@ PANELS = ("Omega = Q Kᵀ", "Softmax weights", "Context vectors")
 
 
 def page(**params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page("pages/real_model.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return chart_reader.open_page("real_model", **params)
 
 
 def act(at: AppTest, kind: str, key: str, value) -> AppTest:
