@@ -28,38 +28,27 @@ left, right = st.columns([1, 2])
 reads = torch.tensor([[h // group == j for j in range(kv)] for h in range(heads)])  # (h, h_kv)
 ui.heatmap(reads, [f"q{h + 1}" for h in range(heads)], [f"kv{j + 1}" for j in range(kv)], kind="mask",
            title="Which K/V head each query head reads", key="gq:groups", container=left)  # fmt: skip
-left.caption(
-    {"MHA": "Multi-head: every query head has its own keys and values.",
-     "MQA": "Multi-query: all query heads read one key/value head.",
-     "GQA": f"Grouped-query: each key/value head serves a group of {group} query heads."}[layout]
-)  # fmt: skip
 with right:
-    view = ui.radio("headview", container=st, label="Heatmaps show")
-    what = result.dropped_weights if view == "weights" else result.omega
-    top = float(what.max()) if view == "weights" else 1.0
-    biggest = ui.largest_abs(what) if view == "omega" else None
-    for j in range(kv):
-        st.markdown(f"**K/V head {j + 1}**: its keys and values are read by query heads "
-                    + ", ".join(str(h + 1) for h in range(j * group, (j + 1) * group)))  # fmt: skip
-        cols = st.columns(min(group, 4))
-        for n, h in enumerate(range(j * group, (j + 1) * group)):
-            ui.heatmap(
-                what[h],
-                tok,
-                tok,
-                title=f"query head {h + 1}",
-                kind="weights" if view == "weights" else "diverging",
-                blocked=result.mask,
-                key=f"gq:head:{h}",
-                container=cols[n % len(cols)],
-                legend=False,
-                annotate=False,
-                top=top,
-                max_abs=biggest,
-                row_labels=n % len(cols) == 0,
-            )
-    st.caption("One colour scale for all heads. Heads of a group share keys, so their patterns differ only through "
-               "their own queries.")  # fmt: skip
+    st.markdown(
+        {"MHA": "**Multi-head**: every query head has its own keys and values.",
+         "MQA": "**Multi-query**: all query heads read one key/value head.",
+         "GQA": f"**Grouped-query**: each key/value head serves a group of {group} query heads."}[layout]
+    )  # fmt: skip
+    view = ui.radio("headview", container=st, label="Heatmaps below show")
+what = result.dropped_weights if view == "weights" else result.omega
+top = float(what.max()) if view == "weights" else 1.0
+biggest = ui.largest_abs(what) if view == "omega" else None
+per_row = min(group, 4)  # four across the page keep a projector's cells at 12 px or more
+for j in range(kv):
+    st.markdown(f"**K/V head {j + 1}**: its keys and values are read by query heads "
+                + ", ".join(str(h + 1) for h in range(j * group, (j + 1) * group)))  # fmt: skip
+    cols = st.columns([1.4] + [1] * (per_row - 1))  # the first also holds the row labels
+    for n, h in enumerate(range(j * group, (j + 1) * group)):
+        ui.heatmap(what[h], tok, tok, title=f"query head {h + 1}", kind="weights" if view == "weights" else
+                   "diverging", blocked=result.mask, key=f"gq:head:{h}", container=cols[n % per_row],
+                   legend=False, annotate=False, top=top, max_abs=biggest, row_labels=n % per_row == 0)  # fmt: skip
+st.caption("One colour scale for all heads. Heads of a group share keys, so their patterns differ only through "
+           "their own queries.")  # fmt: skip
 
 st.subheader("What the KV cache keeps")
 per_number = st.segmented_control("Number format", list(kv_memory.BYTES_PER_NUMBER), default="float16",
@@ -72,7 +61,7 @@ full = kv_memory.kv_cache_bytes(1, heads, d_head, t, size)
 c = st.columns(3)
 c[0].metric("This setting, one layer", kv_memory.format_bytes(here), help="2 · layers · kv_heads · d_head · tokens · "
             "bytes per number (keys and values)")  # fmt: skip
-c[1].metric("With one K/V head per query head", kv_memory.format_bytes(full))
+c[1].metric("Multi-head (MHA)", kv_memory.format_bytes(full), help="One K/V head per query head.")
 c[2].metric("Saved", f"{1 - here / full:.0%}", help="Fewer K/V heads keep fewer numbers per token.")
 
 model_name = st.selectbox("A published model", list(kv_memory.MODELS), key="gq:model")

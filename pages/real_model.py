@@ -36,7 +36,7 @@ else:
     st.info(f"The model view is drawn for up to {real.MODEL_VIEW_MAX} tokens; pick a layer and head below.")
 
 st.subheader("One head, step by step")
-c = st.columns(3)
+c = st.columns([1, 1, 2])
 layer = int(ui.pick("layer", list(range(6)), "Layer", container=c[0]))
 head = int(ui.pick("head", list(range(12)), "Head", container=c[1]))
 with c[2]:
@@ -108,12 +108,12 @@ values = scores.scores()
 best = interpret.best_heads(scores)
 shown = st.segmented_control("Behaviour", list(values), default="previous_token", key="rm:behaviour",
                              format_func=real.BEHAVIOURS.get) or "previous_token"  # fmt: skip
-left, right = st.columns([3, 1])
 ui.heatmap(values[shown], [f"layer {i}" for i in range(6)], [f"h{j}" for j in range(12)],
-           title=f"Score: {real.BEHAVIOURS[shown]}", kind="weights", key="rm:gallery", container=left)  # fmt: skip
-right.markdown("**Go to the best head for**")
+           title=f"Score: {real.BEHAVIOURS[shown]}", kind="weights", key="rm:gallery")  # fmt: skip
+jumps = st.container(horizontal=True, wrap=True, vertical_alignment="center")  # as wide as their labels
+jumps.markdown("**Go to the best head for**")
 for name, (b_layer, b_head) in best.items():
-    right.button(f"{real.BEHAVIOURS[name]}: L{b_layer} h{b_head}", key=f"rm:best:{name}", on_click=real.go_to,
+    jumps.button(f"{real.BEHAVIOURS[name]}: L{b_layer} h{b_head}", key=f"rm:best:{name}", on_click=real.go_to,
                  args=(b_layer, b_head))  # fmt: skip
 if scores.coreference is None:
     st.info(
