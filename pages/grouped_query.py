@@ -27,7 +27,7 @@ st.subheader(f"{heads} query heads, {kv} key/value head{'s' * (kv > 1)}: {layout
 left, right = st.columns([1, 2])
 reads = torch.tensor([[h // group == j for j in range(kv)] for h in range(heads)])  # (h, h_kv)
 ui.heatmap(reads, [f"q{h + 1}" for h in range(heads)], [f"kv{j + 1}" for j in range(kv)], kind="mask",
-           title="Which K/V head each query head reads", key="gq:groups", container=left)  # fmt: skip
+           title="K/V head read", key="gq:groups", container=left)  # fmt: skip
 with right:
     st.markdown(
         {"MHA": "**Multi-head**: every query head has its own keys and values.",
@@ -67,11 +67,11 @@ c[2].metric("Saved", f"{1 - here / full:.0%}", help="Fewer K/V heads keep fewer 
 model_name = st.selectbox("A published model", list(kv_memory.MODELS), key="gq:model")
 model = kv_memory.MODELS[model_name]
 points = kv_memory.cache_series(model, bytes_per_number=size)
-frame = pd.DataFrame({"x": [p.tokens for p in points], "y": [p.bytes for p in points],
+frame = pd.DataFrame({"x": [p.tokens for p in points], "y": [p.bytes / 2**20 for p in points],
                       "series": [f"{p.layout}: {p.kv_heads} K/V head{'s' * (p.kv_heads > 1)}" for p in points],
                       "shown": [kv_memory.format_bytes(p.bytes) for p in points]})  # fmt: skip
 ui.lines(frame, log=True, title=f"KV cache of {model.name} ({per_number}) against context length", x_title="tokens",
-             y_title="bytes", key="gq:memory")  # fmt: skip
+             y_title="MiB", key="gq:memory")  # fmt: skip
 table = pd.DataFrame(
     [{"model": m.name, "layers": m.layers, "query heads": m.heads, "K/V heads": m.kv_heads, "d_head": m.d_head,
       "attention": m.attention, "context": m.context, "cache at full context":

@@ -18,7 +18,7 @@ page = open_page
 def test_defaults_group_eight_query_heads_on_two_kv_heads_and_draw_their_weights() -> None:
     at = page("grouped_query")
     drawn = heatmaps(at)
-    groups, rows, cols = drawn["Which K/V head each query head reads"]
+    groups, rows, cols = drawn["K/V head read"]
     assert rows == [f"q{h}" for h in range(1, 9)] and cols == ["kv1", "kv2"]
     assert groups.tolist() == [[1.0, 0.0]] * 4 + [[0.0, 1.0]] * 4
     want = compute(Config(heads=8, kv_heads=2)).weights
@@ -30,12 +30,12 @@ def test_defaults_group_eight_query_heads_on_two_kv_heads_and_draw_their_weights
 def test_one_kv_head_is_multi_query_and_the_link_keeps_it() -> None:
     at = page("grouped_query")
     at.selectbox(key="w:kv_heads").set_value(1).run()
-    groups = heatmaps(at)["Which K/V head each query head reads"][0]
+    groups = heatmaps(at)["K/V head read"][0]
     assert groups.shape == (8, 1) and bool((groups == 1).all())
     assert any("MQA" in s.value for s in at.subheader)
     assert at.query_params["kv_heads"] == "1"
     reopened = page("grouped_query", kv_heads="1")
-    assert heatmaps(reopened)["Which K/V head each query head reads"][0].shape == (8, 1)
+    assert heatmaps(reopened)["K/V head read"][0].shape == (8, 1)
 
 
 def test_memory_metrics_follow_the_number_format() -> None:
