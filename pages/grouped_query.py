@@ -73,11 +73,14 @@ frame = pd.DataFrame({"x": [p.tokens for p in points], "y": [p.bytes / 2**20 for
 ui.lines(frame, log=True, title=f"KV cache of {model.name} ({per_number}) against context length", x_title="tokens",
              y_title="MiB", key="gq:memory")  # fmt: skip
 table = pd.DataFrame(
-    [{"model": m.name, "layers": m.layers, "query heads": m.heads, "K/V heads": m.kv_heads, "d_head": m.d_head,
-      "attention": m.attention, "context": m.context, "cache at full context":
-      kv_memory.format_bytes(m.cache_bytes(m.context, size)), "source": m.source} for m in kv_memory.MODELS.values()]
+    [{"model": m.name, "heads": f"{m.heads} / {m.kv_heads} ({m.attention})", "layers": m.layers,
+      f"cache at full context ({per_number})": f"{kv_memory.format_bytes(m.cache_bytes(m.context, size))} "
+      f"at {m.context:,}", "source": m.source} for m in kv_memory.MODELS.values()]
 )  # fmt: skip
-st.dataframe(table, hide_index=True, column_config={"source": st.column_config.LinkColumn("source")})
+# narrow enough for a projector's 1024 px: the heads as "query / K/V", the source link shown as its file name
+st.dataframe(table, hide_index=True, column_config={
+    "heads": st.column_config.TextColumn("heads (query / K/V)"),
+    "source": st.column_config.LinkColumn("source", display_text="config.json")})  # fmt: skip
 ui.explain(
     "Each model's numbers are read from its published config.json (linked). A 4k-token chat on Llama 2 7B "
     "keeps 2 GiB of keys and values per sequence in float16; Llama 2 70B's GQA keeps its cache smaller."
