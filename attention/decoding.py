@@ -185,8 +185,8 @@ def decode(
 def decode_result(result: Result, bytes_per_number: int = FLOAT32_BYTES) -> list[DecodeStep]:
     """The steps of generating a computed self-attention's tokens one at a time, with its mask.
 
-    Uses result.queries, kv_keys, kv_values (h_kv heads), scale and the config's mask ("causal" or "window"). Decoding runs
-    at inference, without dropout: the steps match result.weights, and result.context when dropout is 0.
+    Uses result.queries, kv_keys, kv_values (h_kv heads), scale and the config's mask ("causal" or "window").
+    Decoding runs at inference, without dropout: the steps match result.weights, and result.context when dropout is 0.
     """
     config = result.config
     if config.is_cross:
