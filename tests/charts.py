@@ -29,6 +29,13 @@ def open_page(path: str, **params: str) -> AppTest:
     return at
 
 
+def set_widget(at: AppTest, kind: str, key: str, value: Any) -> AppTest:
+    """Set a widget (at.<kind>(key=key)) as a user does, rerun, and check the run raised nothing."""
+    getattr(at, kind)(key=key).set_value(value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def _walk(node: Any) -> Iterator[Any]:
     yield node
     for child in (getattr(node, "children", None) or {}).values():

@@ -18,14 +18,8 @@ SENTENCE = "Life is short, eat dessert first"  # the dashboard's default: 6 toke
 page = chart_reader.open_page
 
 
-def run_widget(at: AppTest, kind: str, key: str, value) -> AppTest:
-    getattr(at, kind)(key=key).set_value(value).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def drawn(at: AppTest) -> dict[str, tuple[torch.Tensor, list[str], list[str]]]:
-    return chart_reader.heatmaps(at)
+run_widget = chart_reader.set_widget
+drawn = chart_reader.heatmaps
 
 
 def one(at: AppTest, prefix: str) -> tuple[torch.Tensor, list[str], list[str]]:

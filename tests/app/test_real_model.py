@@ -23,14 +23,8 @@ def page(**params: str) -> AppTest:
     return chart_reader.open_page("real_model", **params)
 
 
-def act(at: AppTest, kind: str, key: str, value) -> AppTest:
-    getattr(at, kind)(key=key).set_value(value).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def drawn(at: AppTest) -> dict[str, tuple[torch.Tensor, list[str], list[str]]]:
-    return chart_reader.heatmaps(at)
+act = chart_reader.set_widget
+drawn = chart_reader.heatmaps
 
 
 def texts(at: AppTest) -> str:
