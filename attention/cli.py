@@ -16,7 +16,6 @@ settings), and --sentence is the only setting it takes.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -58,10 +57,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
-
-
-# The files a flag names, by the kind of the setting: read and checked before the Config sees them.
-FILE_KINDS = ("matrix", "vector", "mask")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -306,8 +301,7 @@ def model_result(args: argparse.Namespace) -> Result:
         raise UsageError(f"--head must be a head of the model, 0 to {model.heads - 1}, got {head}")
     args.layer, args.head = layer, head  # for the table's first line
     run = pretrained.forward(model, pretrained.DEFAULT_SENTENCE if args.sentence is None else args.sentence)
-    result = compute(pretrained.head_config(model, run, layer, head))
-    return dataclasses.replace(result, tokens=run.tokens, key_tokens=run.tokens)
+    return pretrained.head_result(model, run, layer, head)
 
 
 # output -----------------------------------------------------------------------------------------
@@ -419,8 +413,6 @@ def write_decode(result: Result, fmt: str) -> None:
         ]}, sys.stdout)  # fmt: skip
         sys.stdout.write("\n")
         return
-    if fmt == "script":
-        raise UsageError("--decode writes a table or JSON, not a script")
     for s in steps:
         sys.stdout.write(f"step {s.t}: token {tokens[s.t]!s} arrives; the cache holds {s.t + 1} token(s), "
                          f"{s.cache_bytes} bytes; {s.products} q.k products\n")  # fmt: skip
@@ -449,8 +441,6 @@ def write_tiled(result: Result, block_size: int, fmt: str) -> None:
         ]}, sys.stdout)  # fmt: skip
         sys.stdout.write("\n")
         return
-    if fmt == "script":
-        raise UsageError("--block-size writes a table or JSON, not a script")
     for t in tiled.tiles:
         where = f"queries {t.query_rows.start + 1}-{t.query_rows.stop}, keys {t.key_cols.start + 1}-{t.key_cols.stop}"
         if t.skipped:
@@ -481,6 +471,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.decode and args.block_size is not None:
             raise UsageError("--decode and --block-size show two different things: give one")
+        mode = "--decode" if args.decode else "--block-size" if args.block_size is not None else None
+        if mode and args.format == "script":  # refused before anything is computed
+            raise UsageError(f"{mode} writes a table or JSON, not a script")
         if args.decode and args.mask is None and args.window is None and not args.model:
             args.mask = "causal"  # decoding generates left to right
         result = model_result(args) if args.model else compute(build_config(args))

@@ -15,6 +15,7 @@ module reads nothing, and `import attention` does not import safetensors or toke
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -30,7 +31,7 @@ import torch.nn.functional as F
 
 from . import interpret
 from .config import Config
-from .core import merge_heads, project, scores
+from .core import Result, compute, merge_heads, project, scores
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -377,6 +378,16 @@ def random_head_config(model: Model, run: ModelRun, layer: int, head: int, seed:
     names = ("w_query", "w_key", "w_value", "b_query", "b_key", "b_value", "w_out")
     toy = HeadWeights(**{n: draw(getattr(real, n)) for n in names})
     return _head_config(run.hidden_states[layer], toy)
+
+
+def head_result(model: Model, run: ModelRun, layer: int, head: int, toy_seed: int | None = None) -> Result:
+    """`compute` of the head (of `random_head_config` with this seed when toy_seed is given), its rows and columns
+    labelled with the model's subword tokens instead of x1..xT."""
+    if toy_seed is None:
+        config = head_config(model, run, layer, head)
+    else:
+        config = random_head_config(model, run, layer, head, seed=toy_seed)
+    return dataclasses.replace(compute(config), tokens=run.tokens, key_tokens=run.tokens)
 
 
 # analyses on the model -----------------------------------------------------------------------------

@@ -10,7 +10,6 @@ The numbers come from `attention.pretrained` and `attention.interpret`.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import threading
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from collections.abc import Sequence
 import streamlit as st
 import torch
 
-from attention import Result, compute, pretrained
+from attention import Result, pretrained
 
 from .heatmaps import heatmap
 from .markup import labels
@@ -89,20 +88,10 @@ def run_or_stop(sentence: str) -> tuple[pretrained.Model, pretrained.ModelRun]:
 
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
 def head_result(sentence: str, layer: int, head: int, toy_seed: int | None = None) -> Result:
-    """One head of the model on the sentence as `compute` gives it (random weights of the same shape and scale
-    when toy_seed is given), labelled with the subword tokens; cached by these small arguments, since the head's
-    Config holds its three 384 x 32 matrices and would make a slow cache key."""
+    """`pretrained.head_result` of the sentence's run, cached by these small arguments: the head's Config holds its
+    three 384 x 32 matrices and would make a slow cache key."""
     model, ran = run(sentence)
-    if toy_seed is None:
-        config = pretrained.head_config(model, ran, layer, head)
-    else:
-        config = pretrained.random_head_config(model, ran, layer, head, seed=toy_seed)
-    return labelled(compute(config), ran.tokens)
-
-
-def labelled(result: Result, tokens: Sequence[str]) -> Result:
-    """The result with the model's subword tokens as its labels (a head's Config labels its rows x1..xT)."""
-    return dataclasses.replace(result, tokens=tuple(tokens), key_tokens=tuple(tokens))
+    return pretrained.head_result(model, ran, layer, head, toy_seed)
 
 
 # --------------------------------------------------------------------------- figures
