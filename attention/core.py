@@ -67,6 +67,12 @@ def scale_factor(config: Config) -> float:
     return 1.0
 
 
+def add_bias(scaled: torch.Tensor, bias: torch.Tensor, omega: torch.Tensor) -> torch.Tensor:
+    """scaled + bias (broadcast over heads): in place when scaled is a tensor of its own, a new one when it is
+    omega itself (scale 1), which the Result returns unchanged."""
+    return scaled + bias if scaled is omega else scaled.add_(bias)
+
+
 def apply_mask(scaled: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Blocked scores become -inf (PyTorch's convention: mask True = may attend).
 
@@ -200,8 +206,7 @@ def compute(config: Config) -> Result:
     factor = scale_factor(config)
     scaled = omega / factor if factor != 1.0 else omega
     if where.bias is not None:  # ALiBi: a penalty linear in the distance, one slope per head
-        # (h, T_q, T_k); in place when scaled is a fresh tensor (omega itself is returned too, so it is never changed)
-        scaled = scaled + where.bias if scaled is omega else scaled.add_(where.bias)
+        scaled = add_bias(scaled, where.bias, omega)  # (h, T_q, T_k)
     mask = masks.build(
         config.mask,
         t_q,
@@ -213,7 +218,7 @@ def compute(config: Config) -> Result:
     )  # (T_q, T_k)
     if config.score_bias is not None:  # an additive float mask: added to the scores, -inf blocking as False does
         bias = torch.tensor(config.score_bias, dtype=torch.float32)  # (T_q, T_k)
-        scaled = scaled + bias if scaled is omega else scaled.add_(bias)
+        scaled = add_bias(scaled, bias, omega)
         mask = mask & (bias > float("-inf"))
     empty_rows = ~mask.any(dim=-1)  # (T_q,)
     masked = apply_mask(scaled, mask)
