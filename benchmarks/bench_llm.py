@@ -16,9 +16,7 @@ import argparse
 import math
 import os
 import platform
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,25 +24,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench_compute import medians  # noqa: E402  (this folder is on the path when a script here runs)
+
 from attention import masks  # noqa: E402
 from attention.decoding import decode, decode_step  # noqa: E402
 from attention.flash import ordinary_attention, tiled_attention  # noqa: E402
 
 HEADS, D_HEAD, TOKENS, BLOCK = 8, 64, 512, 64
-
-
-def medians(calls: dict[str, Callable[[], object]], runs: int, warmup: int = 5) -> dict[str, float]:
-    """Median milliseconds of each call, run interleaved so that drift in the machine hits them alike."""
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(warmup):
-        for f in calls.values():
-            f()
-    for _ in range(runs):
-        for name, f in calls.items():
-            start = time.perf_counter()
-            f()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
 
 
 def decode_calls(kv_heads: int, g: torch.Generator) -> Callable[[], object]:

@@ -10,14 +10,14 @@ The issue's bound: RoPE and ALiBi keep `compute` within 1.2x of the same config 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_compute import medians  # noqa: E402  (this folder is on the path when a script here runs)
 
 from attention import Config, compute  # noqa: E402
 from attention.config import POSITIONS  # noqa: E402
@@ -31,20 +31,12 @@ def main() -> None:
     x = torch.rand(args.tokens, 512, generator=torch.Generator().manual_seed(0)).tolist()
     base = Config.from_embeddings(x, heads=8, head_layout="split", init="linear", out_proj=True, mask="causal")
     configs = {kind: base.replace(position=kind) for kind in POSITIONS}
-    times: dict[str, list[float]] = {kind: [] for kind in POSITIONS}
-    for config in configs.values():
-        compute(config)  # warm up: the cached projections, torch's kernels
-    for _ in range(args.runs):
-        for kind, config in configs.items():
-            t = time.perf_counter()
-            compute(config)
-            times[kind].append(time.perf_counter() - t)
-    none = statistics.median(times["none"])
+    times = medians({kind: (lambda c=config: compute(c)) for kind, config in configs.items()}, args.runs, warmup=1)
+    none = times["none"]
     print(f"| position ({args.tokens} tokens) | median compute (ms) | against none |")
     print("|---|---|---|")
     for kind in POSITIONS:
-        m = statistics.median(times[kind])
-        print(f"| {kind} | {1000 * m:.1f} | {m / none:.2f}x |")
+        print(f"| {kind} | {times[kind]:.1f} | {times[kind] / none:.2f}x |")
 
 
 if __name__ == "__main__":
