@@ -21,6 +21,8 @@ RASCHKA_SENTENCE = "Life is short, eat dessert first"
 MAX_TOKENS = 512
 MAX_DIM = 4096
 MAX_HEADS = 64
+# d_k and d_v of the independent layout when left out (the split layout derives them from d_model / heads)
+INDEPENDENT_D_K, INDEPENDENT_D_V = 24, 28
 # Bounds that keep every intermediate finite in float32 (|omega| < 1e35 even at the largest sizes)
 MAX_ABS = 1e6
 TEMPERATURE_RANGE = (1e-3, 1e3)
@@ -149,13 +151,15 @@ class Config:
         16, "int", "d_model (embedding width)", "Width of every token's input vector.", lo=1, hi=MAX_DIM,
         optional=True, dashboard=(2, 256), metavar="N",
     )
-    d_k: int = setting(
-        24, "int", "d_k (query/key width per head)", "Width of each query and key vector. The scores are divided "
-        "by sqrt(d_k).", lo=1, hi=MAX_DIM, dashboard=(1, 256), metavar="N",
+    d_k: int | None = setting(
+        None, "int", "d_k (query/key width per head)", "Width of each query and key vector. The scores are divided "
+        "by sqrt(d_k). Left out: 24, or in the split layout d_out (d_model) / heads.", lo=1, hi=MAX_DIM,
+        optional=True, dashboard=(1, 256), dashboard_default=INDEPENDENT_D_K, metavar="N",
     )
-    d_v: int = setting(
-        28, "int", "d_v (value width per head)", "Width of each value vector, and so of each head's context vector.",
-        lo=1, hi=MAX_DIM, dashboard=(1, 256), metavar="N",
+    d_v: int | None = setting(
+        None, "int", "d_v (value width per head)", "Width of each value vector, and so of each head's context vector. "
+        "Left out: 28, or in the split layout d_k.", lo=1, hi=MAX_DIM, optional=True, dashboard=(1, 256),
+        dashboard_default=INDEPENDENT_D_V, metavar="N",
     )
     d_out: int | None = setting(
         None, "int", "d_out (split layout: projection width)", "Split layout: the width of the one projection "
@@ -173,8 +177,9 @@ class Config:
     )
     head_layout: str = setting(
         "independent", "choice", "Head layout", "independent: every head has its own d_k/d_v projections "
-        "(Self-Attention from Scratch, Self Attention Spelled Out). split: d_model is cut into heads as "
-        "nn.MultiheadAttention does (d_k = d_v = d_model / heads).", choices=HEAD_LAYOUTS, dashboard=True,
+        "(Self-Attention from Scratch, Self Attention Spelled Out). split: one projection of width heads x d_k is "
+        "cut into heads, as nn.MultiheadAttention does (d_k = d_v = d_model / heads unless d_k, d_v or d_out are "
+        "given).", choices=HEAD_LAYOUTS, dashboard=True,
     )
     # projections
     init: str = setting(
@@ -326,15 +331,19 @@ class Config:
 
     @property
     def split_width(self) -> int:
-        """Split layout: the width one projection produces before it is cut into heads."""
+        """Split layout: the width cut into heads when d_k is left out (d_out, else d_model), and the output
+        projection's width."""
         return self.width if self.d_out is None else self.d_out
 
     @property
     def head_dims(self) -> tuple[int, int]:
-        """(d_k, d_v) per head as used: the split layout divides d_out (d_model) by heads."""
+        """(d_k, d_v) per head as used. Given ones are used as they are, in both layouts. Left out: 24 and 28 in
+        the independent layout; in the split layout d_k = d_out (d_model) / heads and d_v = d_k."""
         if self.head_layout == "split":
-            return self.split_width // self.heads, self.split_width // self.heads
-        return self.d_k, self.d_v
+            d_k = self.split_width // self.heads if self.d_k is None else self.d_k
+            return d_k, d_k if self.d_v is None else self.d_v
+        d_k = INDEPENDENT_D_K if self.d_k is None else self.d_k
+        return d_k, INDEPENDENT_D_V if self.d_v is None else self.d_v
 
     @property
     def key_value_heads(self) -> int:
@@ -379,12 +388,17 @@ class Config:
                 f"{len(self.embeddings[0])} wide: make them agree, or leave d_model unset (None) to take "
                 "the embeddings' width"
             )
-        if self.head_layout == "split" and self.split_width % self.heads:
+        if self.head_layout == "split" and self.d_k is None and self.split_width % self.heads:
             what = "d_model" if self.d_out is None else "d_out"
             raise ValueError(
                 f"split layout divides {what}={self.split_width} into {self.heads} heads, "
                 f"but {self.heads} does not divide {self.split_width}: pick heads from "
-                f"{_divisors(self.split_width)} or use the independent layout"
+                f"{_divisors(self.split_width)}, give d_k (each head's width), or use the independent layout"
+            )
+        if self.head_layout == "split" and None not in (self.d_k, self.d_out) and self.heads * self.d_k != self.d_out:
+            raise ValueError(
+                f"d_out={self.d_out} is the split projection's width but heads x d_k = {self.heads} x {self.d_k} = "
+                f"{self.heads * self.d_k}: give d_k or d_out, or make them agree"
             )
         if self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(

@@ -300,16 +300,17 @@ _INERT = {
     "window": lambda c: c.mask == "window",
     "custom_mask": lambda c: c.mask == "custom",
     "temperature": lambda c: c.scale == "temperature",
-    "d_k": lambda c: c.head_layout != "split",
-    "d_v": lambda c: c.head_layout != "split",
 }
+# fields compared as used: a left-out d_k is 24, or d_model / heads in the split layout
+_AS_USED = {"d_k": lambda c: c.head_dims[0], "d_v": lambda c: c.head_dims[1]}
 
 
 def changed_fields(a: Config, b: Config) -> dict[str, tuple[Any, Any]]:
     """Config fields whose values differ and matter (a window width is ignored unless a mask uses it)."""
     out = {}
     for f in fields(Config):
-        x, y = getattr(a, f.name), getattr(b, f.name)
+        value = _AS_USED.get(f.name, lambda c: getattr(c, f.name))
+        x, y = value(a), value(b)
         used = _INERT.get(f.name, lambda c: True)
         if x != y and (used(a) or used(b)):
             out[f.name] = (x, y)

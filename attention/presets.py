@@ -267,7 +267,7 @@ _PRESETS = (
         CHEF,
         "Level 4: two heads cut from one nn.Linear(3, 2) per projection (head_dim 1, so no "
         "scaling), a causal mask, and an nn.Linear(2, 2) output projection with bias.",
-        CHEF_BASE.replace(heads=2, head_layout="split", d_out=2, out_proj=True, mask="causal"),
+        CHEF_BASE.replace(heads=2, head_layout="split", d_k=None, d_v=None, d_out=2, out_proj=True, mask="causal"),
         (
             Check("context_vecs[0]", "output", (), _t([
                 [0.6238, -0.3816], [0.4784, -0.3510], [0.5800, -0.3691], [0.5747, -0.3686],

@@ -140,10 +140,11 @@ def projections(config: Config, g: torch.Generator) -> Projections:
     sizes = (d_k, d_k, d_v)
     heads_of = (h, hk, hk)  # query heads, key heads, value heads
     d_in = (d, config.key_width, config.key_width)  # keys and values may come from a wider or narrower input
-    # the split layout draws one d_model x d_out matrix per projection (narrower for fewer K/V heads) and cuts its
-    # product into heads
-    per = config.split_width // h
-    heads, widths = ((1, 1, 1), tuple(n * per for n in heads_of)) if split else (heads_of, sizes)
+    # the split layout draws one d_model x (heads * d_k) matrix per projection (narrower for fewer K/V heads) and
+    # cuts its product into heads
+    heads, widths = (
+        ((1, 1, 1), tuple(n * s for n, s in zip(heads_of, sizes, strict=True))) if split else (heads_of, sizes)
+    )
     qkv: list[tuple[torch.Tensor, torch.Tensor | None]] = []
     if init == "linear":
         if split:  # one Linear(d_model, d_out) each, cut into heads by view (Attention on Attention)

@@ -17,7 +17,7 @@ from attention import compute as _compute_uncached
 from attention.config import SETTINGS, tokenize
 from attention.weights import projection_numbers
 
-from .state import MAX_CHARS, PARAMS, finish, get
+from .state import MAX_CHARS, PARAMS, SPLIT_DERIVED, finish, get
 from .widgets import custom_mask
 
 
@@ -49,6 +49,8 @@ def config_from_state(**overrides: Any) -> Config:
     for name, s in SETTINGS.items():
         if name in PARAMS and s.kind in _CAST and name not in PAGE_ONLY:
             fields[name] = _CAST[s.kind](get(name))
+    if fields["head_layout"] == "split":
+        fields.update(dict.fromkeys(SPLIT_DERIVED))
     fields.update(overrides)
     if fields["mask"] == "custom" and fields.get("custom_mask") is None:
         t_q = len(tokenize(fields["sentence"]))

@@ -62,6 +62,9 @@ def _control(name: str, p: Param) -> Control:
 
 
 # The dashboard's own parameters: what a page shows, not what attention computes.
+# Left out (None) while the head layout is split: the dashboard's split layout is nn.MultiheadAttention's, which cuts
+# d_model into heads (the package also takes a given d_k in the split layout; the sidebar does not offer it).
+SPLIT_DERIVED = ("d_k", "d_v")
 B_SIDE = ("d_k", "d_v", "heads", "seed", "mask", "padding", "window", "scale", "temperature")  # Compare A/B
 VIEW: dict[str, Param] = {
     "token": Param("int", "Token followed", "The query whose row the walkthrough writes out with its numbers.",

@@ -23,7 +23,7 @@ from attention import masks
 from attention.config import SETTINGS
 
 from .markup import labels, plain
-from .state import B_SIDE, MAX_CHARS, PARAMS, allowed, ensure_frame, get, page_defaults, put
+from .state import B_SIDE, MAX_CHARS, PARAMS, SPLIT_DERIVED, allowed, ensure_frame, get, page_defaults, put
 
 
 # Presenter mode: the sidebar (and so the controls) hidden, all type a quarter larger (Streamlit sizes its text in
@@ -114,8 +114,9 @@ def controls(names: Sequence[str]) -> None:
         p = PARAMS[name]
         if not in_use(name):
             continue
-        if name in ("d_k", "d_v") and get("head_layout") == "split" and "head_layout" in names:
-            st.sidebar.caption(f"{name}: set by the split layout to d_model / heads.")
+        if name in SPLIT_DERIVED and get("head_layout") == "split":
+            where = "" if "head_layout" in names else " (chosen on the Multi-head page)"
+            st.sidebar.caption(f"{name}: set by the split layout{where} to d_model / heads.")
             continue
         if p.kind == "text":
             text(name)
