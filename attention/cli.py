@@ -7,6 +7,7 @@ preset's values. Bad flags or values exit with status 2 and one line on stderr, 
     python -m attention --preset chef-causal --format json
     python -m attention --sentence "the cat sat on the mat" --heads 2 --mask causal
     python -m attention --model minilm --layer 3 --head 1 --sentence "The animal didn't cross the street."
+    python -m attention --embeddings batch.json --heads 2 --format json   # a (B, T, d) batch: {"batch": [...]}
 
 With --model, the result is one head of a pretrained model (attention.pretrained) on the sentence: `compute` of
 its `head_config`, the model's subword tokens as labels; --layer and --head pick the head (they are not Config
@@ -29,7 +30,7 @@ import torch
 
 from . import export, presets
 from .config import MAX_DIM, MAX_TOKENS, SETTINGS, Config, tokenize
-from .core import Result, compute
+from .core import Result, batch_results, compute
 from .params import flag
 
 PROG = "attention"
@@ -41,6 +42,7 @@ WEIGHT_FIELDS = tuple(name for name, s in SETTINGS.items() if s.when == ("init",
 # such file, so 64 MiB. A bigger file is no legal input (given weights can be larger for the package, but
 # not as JSON text for the command line), and reading one could exhaust memory before anything is checked.
 MAX_INPUT_BYTES = MAX_TOKENS * MAX_DIM * 32
+OVERFLOW = "the numbers overflow float32 (inputs or weights too large): scale them down"
 OUT_OF_MEMORY = "not enough memory for these sizes: try fewer tokens or heads, or smaller d_model, d_k or d_v"
 
 
@@ -88,6 +90,8 @@ def parser() -> argparse.ArgumentParser:
         text = s.help.replace("%", "%%")  # argparse formats help with %
         if s.when is not None:
             text += f" (implies {flag(s.when[0])} {s.when[1]})"
+        if name in BATCHABLE:
+            text += " A (B, T, d) list of such matrices is a batch: every sequence with the same weights."
         if s.kind == "bool":
             add(flag(name), action=argparse.BooleanOptionalAction, help=text)
         elif s.kind == "choice":
@@ -169,10 +173,7 @@ def read_json(path: str, flag: str) -> Any:
 
 def read_matrix(path: str, flag: str) -> list[list[float]]:
     """A rectangular JSON list of rows of finite numbers that fit a float32."""
-    value = read_json(path, flag)
-    if not isinstance(value, list) or not value or not all(isinstance(row, list) and row for row in value):
-        raise UsageError(f"{flag}: {path!r} must hold a matrix: a list of rows of numbers, e.g. [[1, 0], [0, 1]]")
-    return read_matrix_rows(value, path, flag)
+    return _matrix_value(read_json(path, flag), path, flag)
 
 
 def read_matrix_rows(value: list[list[Any]], path: str, flag: str) -> list[list[float]]:
@@ -238,10 +239,49 @@ def read_vector(path: str, flag: str) -> list[float]:
 
 
 READERS: dict[str, Callable[[str, str], Any]] = {"matrix": read_matrix, "vector": read_vector, "mask": read_mask}
+BATCHABLE = ("embeddings", "cross_embeddings")  # a (B, T, d) file of these runs a batch (attention.core.compute_batch)
+
+
+def read_inputs(path: str, flag: str) -> list:
+    """Input rows: a (T, d) matrix, or a (B, T, d) batch of them, every sequence of one shape."""
+    value = read_json(path, flag)
+    if not (isinstance(value, list) and value and isinstance(value[0], list) and value[0]
+            and isinstance(value[0][0], list)):  # fmt: skip
+        return _matrix_value(value, path, flag)
+    for b, sequence in enumerate(value):
+        if not isinstance(sequence, list) or not sequence or not all(isinstance(r, list) and r for r in sequence):
+            raise UsageError(f"{flag}: sequence {b + 1} of the batch in {path!r} is not a matrix (a list of rows)")
+        if (len(sequence), len(sequence[0])) != (len(value[0]), len(value[0][0])):
+            raise UsageError(
+                f"{flag}: a batch is (B, T, d): sequence 1 is {len(value[0])}x{len(value[0][0])} but sequence "
+                f"{b + 1} is {len(sequence)}x{len(sequence[0])}; pad them to one length"
+            )
+        read_matrix_rows(sequence, path, f"{flag} (sequence {b + 1})")
+    return value
+
+
+def _matrix_value(value: Any, path: str, flag: str) -> list[list[float]]:
+    if not isinstance(value, list) or not value or not all(isinstance(row, list) and row for row in value):
+        raise UsageError(f"{flag}: {path!r} must hold a matrix: a list of rows of numbers, e.g. [[1, 0], [0, 1]]")
+    return read_matrix_rows(value, path, flag)
+
+
+def is_batch(rows: Any) -> bool:
+    """Whether read inputs are a (B, T, d) batch rather than one (T, d) matrix."""
+    return rows is not None and isinstance(rows[0][0], list)
 
 
 def build_config(args: argparse.Namespace) -> Config:
-    """The preset's config (or the defaults) with every flag that was given put over it.
+    """The preset's config (or the defaults) with every flag that was given put over it (`build`)."""
+    return build(args)[0]
+
+
+Batch = tuple[torch.Tensor, torch.Tensor | None]  # (B, T_q, d_model) inputs and (B, T_k, d_kv) key inputs or None
+
+
+def build(args: argparse.Namespace) -> tuple[Config, Batch | None]:
+    """The preset's config (or the defaults) with every flag that was given put over it, and the batch when
+    --embeddings (or --cross-embeddings) holds one: the config then has the batch's first sequence.
 
     A setting used only with another's value (attention.params: `when`) implies that value when it is the only
     one given for it: --temperature implies --scale temperature, --padding --mask padding, --w-query --init given.
@@ -254,7 +294,13 @@ def build_config(args: argparse.Namespace) -> Config:
     for name, s in SETTINGS.items():
         value = getattr(args, name)
         if value is not None:
-            changes[name] = READERS[s.kind](value, flag(name)) if s.kind in READERS else value
+            reader = read_inputs if name in BATCHABLE else READERS.get(s.kind)
+            changes[name] = reader(value, flag(name)) if reader else value
+    batch = _batch(changes.get("embeddings"), changes.get("cross_embeddings"))
+    if batch is not None:
+        changes["embeddings"] = batch[0][0].tolist()
+        if batch[1] is not None:
+            changes["cross_embeddings"] = batch[1][0].tolist()
     if args.embeddings is not None and args.d_model is None:
         changes["d_model"] = None  # the given embeddings' width
     for matrix, text in (("embeddings", "sentence"), ("cross_embeddings", "cross_sentence")):
@@ -277,7 +323,23 @@ def build_config(args: argparse.Namespace) -> Config:
             changes[name] = values.pop()
     if changes.get("init", base.init) != "given":
         changes.update({name: None for name in WEIGHT_FIELDS if name not in changes})
-    return base.replace(**changes)
+    return base.replace(**changes), batch
+
+
+def _batch(inputs: list | None, key_inputs: list | None) -> Batch | None:
+    """The batch the input files hold as tensors, or None when neither is one; a batch of keys needs a batch of
+    queries of the same size."""
+    if not is_batch(inputs) and not is_batch(key_inputs):
+        return None
+    if not is_batch(inputs):
+        raise UsageError("--cross-embeddings holds a batch (B, T_k, d): give --embeddings a batch of the same B too")
+    x = torch.tensor(inputs, dtype=torch.float32)  # (B, T_q, d_model)
+    if key_inputs is None:
+        return x, None
+    if not is_batch(key_inputs) or len(key_inputs) != len(x):
+        got = f"{len(key_inputs)} sequences" if is_batch(key_inputs) else "one matrix"
+        raise UsageError(f"--embeddings holds a batch of {len(x)}, so --cross-embeddings must too; it holds {got}")
+    return x, torch.tensor(key_inputs, dtype=torch.float32)  # (B, T_k, d_kv)
 
 
 def model_result(args: argparse.Namespace) -> Result:
@@ -453,6 +515,30 @@ def write_tiled(result: Result, block_size: int, fmt: str) -> None:
     sys.stdout.write(f"scores held: {memory.full_scores} numbers ordinary, {memory.tile_scores} a tile\n")
 
 
+def write_batch(config: Config, batch: Batch, fmt: str) -> int:
+    """A batch: every sequence's result, computed and written one at a time (memory: one result). JSON is
+    {"batch": [one object per sequence, as --format json writes it]}; a table gives each sequence in turn."""
+    inputs, key_inputs = batch
+    if fmt == "json":
+        sys.stdout.write('{"batch": [')
+    for b, result in enumerate(batch_results(config, inputs, key_inputs)):
+        if not _finite(result):
+            return fail(f"sequence {b + 1}: {OVERFLOW}")
+        if fmt == "json":
+            sys.stdout.write(", " if b else "")
+            export.write_json(result, sys.stdout)
+        else:
+            sys.stdout.write(("\n" if b else "") + f"sequence {b + 1} of {len(inputs)}\n")
+            sys.stdout.write(render_table(result))
+    if fmt == "json":
+        sys.stdout.write("]}\n")
+    return 0
+
+
+def _finite(result: Result) -> bool:
+    return bool(torch.isfinite(result.output).all() and torch.isfinite(result.weights).all())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on argv (sys.argv[1:] when None); returns the exit status: 0, or 2 for bad input."""
     try:
@@ -476,7 +562,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"{mode} writes a table or JSON, not a script")
         if args.decode and args.mask is None and args.window is None and not args.model:
             args.mask = "causal"  # decoding generates left to right
-        result = model_result(args) if args.model else compute(build_config(args))
+        config, batch = (None, None) if args.model else build(args)
+        if batch is not None:
+            if mode or args.format == "script":
+                raise UsageError(f"{mode or '--format script'} works on one sequence, but --embeddings holds a batch "
+                                 f"of {len(batch[0])}: give one (T, d) matrix")  # fmt: skip
+            return write_batch(config, batch, args.format)
+        result = model_result(args) if args.model else compute(config)
         config = result.config
         if args.decode:
             return _write(lambda: write_decode(result, args.format))
@@ -488,8 +580,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(OUT_OF_MEMORY)
     except RuntimeError as exc:  # e.g. sizes too large for this machine's memory
         return fail(f"cannot compute this config: {exc}")
-    if not bool(torch.isfinite(result.output).all() and torch.isfinite(result.weights).all()):
-        return fail("the numbers overflow float32 (inputs or weights too large): scale them down")
+    if not _finite(result):
+        return fail(OVERFLOW)
     try:
         if args.format == "json":
             export.write_json(result, sys.stdout)  # streamed: the text can be gigabytes

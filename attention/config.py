@@ -364,9 +364,21 @@ class Config:
         return replace(self, **changes)
 
     def changes(self) -> dict[str, Any]:
-        """The fields that differ from the defaults: `Config(**config.changes())` is this config again."""
+        """The fields that differ from the defaults and matter: `Config(**config.changes())` computes exactly what
+        this config does. A given d_k or d_v that is what leaving it out derives is left out."""
         default = Config()
-        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) != getattr(default, f.name)}
+        out = {f.name: v for f in fields(self) if (v := getattr(self, f.name)) != getattr(default, f.name)}
+        for name in ("d_v", "d_k"):  # d_v first: in the split layout a left-out d_v follows d_k
+            if name in out and self._derives(name):
+                del out[name]
+        return out
+
+    def _derives(self, name: str) -> bool:
+        """Whether leaving d_k (or d_v) out gives the widths this config has."""
+        try:
+            return self.replace(**{name: None}).head_dims == self.head_dims
+        except ValueError:  # e.g. a split layout whose heads need the given d_k
+            return False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain fields, matrices as lists of rows and vectors (the biases) as lists: JSON-ready."""

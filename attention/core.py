@@ -15,6 +15,7 @@ key/value input separately; self-attention passes the same tensor twice.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -279,19 +280,23 @@ class Batch:
         return torch.stack([getattr(r, name) for r in self.results])
 
 
-def compute_batch(config: Config, inputs: torch.Tensor, key_inputs: torch.Tensor | None = None) -> Batch:
-    """Run a (B, T_q, d_model) batch of inputs (and (B, T_k, d_kv) key/value inputs) through `compute`.
+def batch_results(config: Config, inputs: torch.Tensor, key_inputs: torch.Tensor | None = None) -> Iterator[Result]:
+    """Each sequence of a (B, T_q, d_model) batch (and (B, T_k, d_kv) key/value inputs) through `compute`, one at
+    a time: a caller that writes each Result out holds one at a time (the command line's batch).
 
     Every other field is the config's, so sequence b gets exactly the Result of its own single-sequence config
     (same seed: the same weights for all). Rows are labelled by position, as `Config.from_embeddings` does.
     """
     if inputs.dim() != 3 or (key_inputs is not None and (key_inputs.dim() != 3 or len(key_inputs) != len(inputs))):
         raise ValueError("inputs must be (B, T, d), and key_inputs (B, T_k, d_kv) for the same B")
-    results = []
     for b in range(len(inputs)):
-        one = config.replace(
+        yield compute(config.replace(
             sentence=None, embeddings=inputs[b], d_model=None,
             cross_sentence=None, cross_embeddings=None if key_inputs is None else key_inputs[b],
-        )  # fmt: skip
-        results.append(compute(one))
-    return Batch(tuple(results))
+        ))  # fmt: skip
+
+
+def compute_batch(config: Config, inputs: torch.Tensor, key_inputs: torch.Tensor | None = None) -> Batch:
+    """Run a (B, T_q, d_model) batch of inputs (and (B, T_k, d_kv) key/value inputs) through `compute`: a Batch
+    of every sequence's Result (`batch_results`), each equal to its own single-sequence computation."""
+    return Batch(tuple(batch_results(config, inputs, key_inputs)))

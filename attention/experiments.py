@@ -309,7 +309,7 @@ def changed_fields(a: Config, b: Config) -> dict[str, tuple[Any, Any]]:
     """Config fields whose values differ and matter (a window width is ignored unless a mask uses it)."""
     out = {}
     for f in fields(Config):
-        value = _AS_USED.get(f.name, lambda c: getattr(c, f.name))
+        value = _AS_USED.get(f.name, lambda c, name=f.name: getattr(c, name))
         x, y = value(a), value(b)
         used = _INERT.get(f.name, lambda c: True)
         if x != y and (used(a) or used(b)):
@@ -450,11 +450,11 @@ def cli_args(config: Config, mask_path: str = "mask.json") -> list[str]:
     Every other field that differs from Config()'s default becomes a flag; each one is a name, a number or
     a choice, inert in any shell (ValueError otherwise, and for matrix fields, which need JSON files).
     """
-    default = Config()
+    changes = config.changes()
     args: list[str] = []
     for name, s in SETTINGS.items():
         value = getattr(config, name)
-        if name in _NOT_FLAGS or value == getattr(default, name):
+        if name in _NOT_FLAGS or name not in changes:
             continue
         if s.kind in ("matrix", "vector", "mask") and value is not None:
             raise ValueError(f"{name} is a {s.kind}: give it to the command line as a JSON file")

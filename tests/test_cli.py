@@ -266,7 +266,7 @@ BAD_JSON = {
     "too many digits": "[[" + "9" * 5000 + "]]",
     "string": '[["1", 2]]',
     "boolean": "[[true, 2]]",
-    "nested": "[[[1]]]",
+    "nested": "[[[[1]]]]",  # [[[1]]] is a batch of one sequence
     "deep": "[" * 100000 + "]" * 100000,
     "not utf-8": b"\xff\xfe[[1]]",
 }

@@ -10,10 +10,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import matrix
 
 from attention import Config, cli, compute
-
-from strategies import matrix
 
 
 class FromScratch(torch.nn.Module):
@@ -38,8 +37,10 @@ class FromScratch(torch.nn.Module):
         return weights, self.out_proj(context)
 
 
-@pytest.mark.parametrize(("d_model", "heads", "d_k", "d_v", "bias"), [(6, 2, 4, 3, True), (5, 3, 2, 7, False),
-                                                                       (8, 4, 8, 8, True), (3, 1, 16, 1, True)])  # fmt: skip
+SHAPES = [(6, 2, 4, 3, True), (5, 3, 2, 7, False), (8, 4, 8, 8, True), (3, 1, 16, 1, True)]
+
+
+@pytest.mark.parametrize(("d_model", "heads", "d_k", "d_v", "bias"), SHAPES)
 def test_a_given_d_k_sets_the_projection_width_as_a_from_scratch_module_does(d_model, heads, d_k, d_v, bias) -> None:
     x = torch.randn(5, d_model, generator=torch.Generator().manual_seed(d_model))
     torch.manual_seed(11)  # the module draws from the global generator; the package from its own, seeded alike
@@ -107,3 +108,22 @@ def test_the_command_line_takes_a_per_head_width_in_the_split_layout(capsys: pyt
     torch.testing.assert_close(torch.tensor(out["output"]), r.output, atol=1e-6, rtol=0)
     assert cli.main(["--head-layout", "split", "--heads", "2", "--d-k", "3", "--d-out", "8"]) == 2
     assert "heads x d_k = 2 x 3 = 6" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("config", "kept"),
+    [
+        (Config(d_k=24, d_v=28), {}),
+        (Config(d_k=5, d_v=28), {"d_k": 5}),
+        (Config(head_layout="split", heads=2, d_k=8, d_v=8), {"head_layout": "split", "heads": 2}),
+        (Config(head_layout="split", heads=2, d_k=4, d_v=4), {"head_layout": "split", "heads": 2, "d_k": 4}),
+        (Config(head_layout="split", heads=2, d_k=8, d_v=4), {"head_layout": "split", "heads": 2, "d_v": 4}),
+        (
+            Config(head_layout="split", d_model=7, heads=2, d_k=3),
+            {"head_layout": "split", "d_model": 7, "heads": 2, "d_k": 3},
+        ),  # fmt: skip
+    ],
+)
+def test_changes_leave_out_a_width_that_leaving_it_out_derives(config: Config, kept: dict) -> None:
+    assert config.changes() == kept
+    assert Config(**config.changes()).head_dims == config.head_dims

@@ -115,8 +115,10 @@ def controls(names: Sequence[str]) -> None:
         if not in_use(name):
             continue
         if name in SPLIT_DERIVED and get("head_layout") == "split":
-            where = "" if "head_layout" in names else " (chosen on the Multi-head page)"
-            st.sidebar.caption(f"{name}: set by the split layout{where} to d_model / heads.")
+            derived = [n for n in SPLIT_DERIVED if n in names]
+            if name == derived[0]:  # one caption for d_k and d_v
+                where = "" if "head_layout" in names else " (chosen on the Multi-head page)"
+                st.sidebar.caption(f"{' and '.join(derived)}: set by the split layout{where} to d_model / heads.")
             continue
         if p.kind == "text":
             text(name)

@@ -63,7 +63,7 @@ def act(at: AppTest, actions: tuple[tuple[str, str, Any], ...]) -> None:
 
 def config_of(at: AppTest) -> Config:
     get = lambda name: at.session_state["p:" + name]  # noqa: E731
-    custom = None
+    custom, split = None, get("head_layout") == "split"
     if get("mask") == "custom":  # as the page reads the stored grid: causal when it does not fit
         rows = [r for r in get("custom_mask").split(".") if r]
         t = len(Config(sentence=get("sentence")).tokens)
@@ -72,8 +72,8 @@ def config_of(at: AppTest) -> Config:
     return Config(
         sentence=get("sentence"),
         d_model=get("d_model"),
-        d_k=get("d_k"),
-        d_v=get("d_v"),
+        d_k=None if split else get("d_k"),  # the dashboard's split layout cuts d_model into heads
+        d_v=None if split else get("d_v"),
         heads=get("heads"),
         head_layout=get("head_layout"),
         seed=get("seed"),

@@ -398,3 +398,13 @@ def test_page_defaults_stay_on_their_page_and_links_reopen_what_they_show():
     again = page("masks", mask="none")  # that link opens the view it was copied from
     assert again.selectbox(key="w:mask").value == "none"
     assert blocked(charts(again)["Softmax weights"]) == 0
+
+
+def test_a_split_layout_from_the_multi_head_page_sets_d_k_on_pages_without_the_layout_control():
+    at = chart_reader.open_page("self_attention", head_layout="split", heads="2", d_k="5", d_v="3")
+    assert {"w:d_k", "w:d_v"}.isdisjoint(s.key for s in at.sidebar.slider) and "w:heads" in [
+        s.key for s in at.sidebar.slider
+    ]
+    captions = [c.value for c in at.sidebar.caption]
+    assert "d_k and d_v: set by the split layout (chosen on the Multi-head page) to d_model / heads." in captions
+    assert chart_reader.heatmaps(at)["Context vectors"][0].shape == (6, 8)  # d_v = d_model 16 / 2 heads, not 3
