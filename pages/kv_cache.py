@@ -15,9 +15,11 @@ st.caption(
 ui.show_url_warnings(mask="causal")  # decoding needs a mask that hides the future
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "window"])
 result = ui.result_or_stop()
+n = len(result.tokens)
+t = min(int(ui.get("decode_step")), n - 1)  # one token: step 0
 
 try:
-    steps = decoding.decode_result(result)
+    steps = decoding.decode_result(result, upto=t)  # steps 0 .. t: a later one is not shown
 except ValueError as exc:
     st.warning(f"This mask cannot be decoded token by token: {ui.plain(str(exc))}.")
     st.button("Show the causal mask", key="kv:causal", type="primary", on_click=llm.choose, args=("mask", "causal"))
@@ -25,17 +27,14 @@ except ValueError as exc:
     st.stop()
 
 tok = ui.labels(result.tokens)
-n = len(steps)
 head = ui.head_picker(result.heads)
 
-t = min(int(ui.get("decode_step")), n - 1)  # one token: step 0
 if n > 1:
     controls = st.container(horizontal=True, vertical_alignment="bottom")
     # the tokens' labels count from 1 ("1 Life"), the steps from 0: the label says which token a step brings
     ui.slider("decode_step", container=controls, top=n - 1, label="Decoding step t (token t + 1 arrives)",
               help="Step t appends the key and value of the token at position t + 1 to the cache and computes its "
               "one row of weights.")  # fmt: skip
-    t = int(ui.get("decode_step"))  # the slider keeps it within 0 .. T-1
     controls.button("Next token ▶", key="kv:next", type="primary", disabled=t >= n - 1, on_click=llm.advance,
                     args=("decode_step", n - 1))  # fmt: skip
     controls.button("Restart", key="kv:restart", disabled=t == 0, on_click=llm.choose, args=("decode_step", 0))
@@ -97,8 +96,9 @@ if step.attended < step.tokens:
     )
 
 if n > 1:  # one point is no line
-    llm.cache_bytes_chart([s.tokens for s in steps], [s.cache_bytes for s in steps], step.tokens, key="kv:bytes",
-                         container=right)  # fmt: skip
+    d_k, d_v = step.cache_keys.shape[-1], step.cache_values.shape[-1]
+    sizes = [decoding.cache_bytes(step.kv_heads, tokens, d_k, d_v) for tokens in range(1, n + 1)]
+    llm.cache_bytes_chart(list(range(1, n + 1)), sizes, step.tokens, key="kv:bytes", container=right)
 llama = MODELS["Llama 2 7B"]
 right.caption(
     f"The cache grows linearly with the tokens, here for one layer of this toy model. A real model keeps one per "

@@ -201,3 +201,13 @@ def test_bad_arguments_raise_value_error() -> None:
     first = decode_step(q[:, 0], k[:, 0], v[:, 0], scale=1.0)
     assert isinstance(first, DecodeStep)
     assert first.t == 0
+
+
+def test_decoding_up_to_a_step_gives_the_first_steps_and_no_later_one() -> None:
+    r = compute(Config(sentence="one two three four five six", heads=2, kv_heads=1, mask="window", window=2))
+    every = decode_result(r)
+    first = decode_result(r, upto=3)
+    assert [s.t for s in first] == [0, 1, 2, 3]
+    for a, b in zip(first, every, strict=False):
+        assert torch.equal(a.weights, b.weights) and torch.equal(a.context, b.context)
+    assert len(decode_result(r, upto=99)) == 6 and len(decode_result(r, upto=0)) == 1
