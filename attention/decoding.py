@@ -17,6 +17,7 @@ Query head i reads K/V head i // (h / h_kv) (grouped-query attention, `attention
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -158,10 +159,10 @@ def decode(
     mask: str = "causal",
     window: int | None = None,
     bytes_per_number: int = FLOAT32_BYTES,
-    upto: int | None = None,
+    steps: Iterable[int] | None = None,
 ) -> list[DecodeStep]:
     """Every step of generating T tokens: queries (h, T, d_k), keys (h_kv, T, d_k), values (h_kv, T, d_v); with
-    `upto`, steps 0 .. upto only (a page showing step t needs no later one).
+    `steps`, only those (a page showing step t needs no other: each step reads the cache as it is at that step).
 
     Step t's cache is a view of keys[:, :t+1] and values[:, :t+1] (no copies), and its weights and
     context equal row t of the full masked computation.
@@ -180,13 +181,16 @@ def decode(
     check_kv_heads(h, keys.shape[0])
     return [
         _attend(t, queries[:, t], keys[:, : t + 1], values[:, : t + 1], scale, mask, window, bytes_per_number)
-        for t in range(n if upto is None else min(max(upto, 0) + 1, n))
+        for t in (range(n) if steps is None else steps)
+        if 0 <= t < n
     ]
 
 
-def decode_result(result: Result, bytes_per_number: int = FLOAT32_BYTES, upto: int | None = None) -> list[DecodeStep]:
-    """The steps of generating a computed self-attention's tokens one at a time, with its mask (steps 0 .. upto
-    only, when given).
+def decode_result(
+    result: Result, bytes_per_number: int = FLOAT32_BYTES, steps: Iterable[int] | None = None
+) -> list[DecodeStep]:
+    """The steps of generating a computed self-attention's tokens one at a time, with its mask (only `steps`, when
+    given).
 
     Uses result.queries, kv_keys, kv_values (h_kv heads), scale and the config's mask ("causal" or "window").
     Decoding runs at inference, without dropout: the steps match result.weights, and result.context when dropout is 0.
@@ -217,7 +221,7 @@ def decode_result(result: Result, bytes_per_number: int = FLOAT32_BYTES, upto: i
         mask=config.mask,
         window=window,
         bytes_per_number=bytes_per_number,
-        upto=upto,
+        steps=steps,
     )
 
 

@@ -19,7 +19,7 @@ n = len(result.tokens)
 t = min(int(ui.get("decode_step")), n - 1)  # one token: step 0
 
 try:
-    steps = decoding.decode_result(result, upto=t)  # steps 0 .. t: a later one is not shown
+    (step,) = decoding.decode_result(result, steps=[t])  # the one step shown: it reads the cache as it is at t
 except ValueError as exc:
     st.warning(f"This mask cannot be decoded token by token: {ui.plain(str(exc))}.")
     st.button("Show the causal mask", key="kv:causal", type="primary", on_click=llm.choose, args=("mask", "causal"))
@@ -41,7 +41,6 @@ if n > 1:
 else:
     st.info("One token: the cache holds just its key and value. Add words to the sentence to watch it grow.")
 
-step = steps[t]
 st.markdown(
     f"**Step {t}:** token *{ui.plain(tok[t])}* arrives; the cache now holds {step.tokens} of {n} "
     f"token{'s' if n > 1 else ''}."
@@ -86,7 +85,7 @@ c1.metric("q·k this step", f"{step.products:,}",
 c2.metric("Cache size", format_bytes(step.cache_bytes),
           help=f"{step.kv_heads} heads × {step.tokens} tokens × (d_k + d_v = {result.d_k} + {result.d_v}) "
           "numbers × 4 bytes (float32)")  # fmt: skip
-projected = sum(s.tokens for s in steps[: t + 1])
+projected = (t + 1) * (t + 2) // 2  # 1 + 2 + ... + (t + 1): every step projects every token so far again
 c1.metric("K/V projections", f"{step.tokens:,}", help="Keys and values projected so far with the cache: once a token.")
 c2.metric("…with no cache", f"{projected:,}", help="Without a cache every step projects every token so far again.")
 if step.attended < step.tokens:

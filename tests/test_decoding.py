@@ -203,11 +203,14 @@ def test_bad_arguments_raise_value_error() -> None:
     assert first.t == 0
 
 
-def test_decoding_up_to_a_step_gives_the_first_steps_and_no_later_one() -> None:
+def test_decoding_chosen_steps_gives_those_steps_alone() -> None:
     r = compute(Config(sentence="one two three four five six", heads=2, kv_heads=1, mask="window", window=2))
     every = decode_result(r)
-    first = decode_result(r, upto=3)
-    assert [s.t for s in first] == [0, 1, 2, 3]
-    for a, b in zip(first, every, strict=False):
-        assert torch.equal(a.weights, b.weights) and torch.equal(a.context, b.context)
-    assert len(decode_result(r, upto=99)) == 6 and len(decode_result(r, upto=0)) == 1
+    for chosen in ([3], [0, 1, 2, 3], [5, 2]):
+        some = decode_result(r, steps=chosen)
+        assert [s.t for s in some] == chosen
+        for a in some:
+            b = every[a.t]
+            assert torch.equal(a.weights, b.weights) and torch.equal(a.context, b.context)
+            assert torch.equal(a.cache_keys, b.cache_keys) and a.cache_bytes == b.cache_bytes
+    assert decode_result(r, steps=[6, -1]) == []  # no such step
