@@ -179,9 +179,11 @@ def _cat(pairs: list[tuple[torch.Tensor, torch.Tensor | None]]) -> tuple[torch.T
 
 
 def _drawing_config(config: Config) -> Config:
-    """The fields the projections depend on, and nothing else (so sentences share draws)."""
+    """The fields the projections depend on, and nothing else (so sentences share draws): the key/value input's
+    width, when it differs, as one row of zeros of that width."""
+    keys = None if config.key_width == config.width else ((0.0,) * config.key_width,)
     return Config(
-        sentence="x", d_model=config.width, d_k=config.d_k, d_v=config.d_v, d_out=config.d_out,
+        sentence="x", cross_embeddings=keys, d_model=config.width, d_k=config.d_k, d_v=config.d_v, d_out=config.d_out,
         heads=config.heads, kv_heads=config.kv_heads, head_layout=config.head_layout, init=config.init,
         bias=config.bias, out_proj=config.out_proj, out_bias=config.out_bias, seed=config.seed,
     )  # fmt: skip
@@ -195,7 +197,7 @@ def projection_numbers(config: Config) -> int:
     """How many numbers W_query, W_key, W_value and W_out hold."""
     d_k, d_v = config.head_dims
     qkv = config.width * config.heads * d_k + config.key_width * config.key_value_heads * (d_k + d_v)
-    return qkv + (config.heads * d_v * config.width if config.out_proj else 0)
+    return qkv + (config.heads * d_v * config.out_width if config.out_proj else 0)
 
 
 @functools.lru_cache(maxsize=8)
@@ -211,11 +213,7 @@ def seeded_projections(config: Config) -> tuple[Projections, torch.Generator]:
     numbers), so draws are cached on the fields they depend on (bounded: 8 entries of 8 MiB) and
     cloned, so a caller that edits a tensor in place never changes another's numbers.
     """
-    if (
-        config.init in ("given", "identity")
-        or projection_numbers(config) > CACHED_PROJECTION_NUMBERS
-        or config.key_width != config.width  # the cache's key holds one width
-    ):
+    if config.init in ("given", "identity") or projection_numbers(config) > CACHED_PROJECTION_NUMBERS:
         g = generator(config.seed)  # large draws are not cached: there the attention itself dominates
         return projections(config, g), g
     p, state = _drawn(_drawing_config(config))
