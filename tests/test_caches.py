@@ -56,3 +56,27 @@ def test_every_cache_is_bounded(path: Path, name: str, call: ast.Call | None, li
         assert name.endswith("lru_cache"), f"{where}: functools.cache never forgets; use lru_cache(maxsize=...)"
         size = kw.get("maxsize") or (call.args[0] if call and call.args else None)
         assert isinstance(size, ast.Constant) and isinstance(size.value, int), f"{where}: lru_cache needs a maxsize"
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="glibc's heaps: Linux only")
+def test_the_server_hands_freed_heap_pages_back_to_the_system() -> None:
+    import ctypes
+    import threading
+
+    import torch
+
+    import ui  # noqa: F401  (starts the trimming thread)
+
+    trimmer = [t for t in threading.enumerate() if t.name == "malloc-trim"]
+    assert len(trimmer) == 1 and trimmer[0].daemon and trimmer[0].is_alive()
+
+    def anonymous_mb() -> float:
+        with open("/proc/self/smaps_rollup") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("Anonymous:")) / 1024
+
+    # many blocks under the 1 MiB mapping threshold, freed: the heap keeps their pages until trimmed
+    blocks = [torch.ones(60_000) for _ in range(1500)]  # 1500 x 240 KB = 360 MB
+    held = anonymous_mb()
+    del blocks
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # what the thread does every few seconds
+    assert anonymous_mb() < held - 200
