@@ -587,10 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             export.write_json(result, sys.stdout)  # streamed: the text can be gigabytes
             sys.stdout.write("\n")
         elif args.format == "script":
-            try:
-                sys.stdout.write(export.script(config))
-            except ValueError as exc:
-                return fail(f"--format script: {exc}")
+            sys.stdout.write(export.script(config))
         else:
             if args.model:
                 sys.stdout.write(f"all-MiniLM-L6-v2, layer {args.layer}, head {args.head}\n\n")

@@ -13,11 +13,11 @@ import io
 import json
 import math
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 import torch
 
-from . import masks
+from . import masks, position
 from .config import Config
 from .core import Result
 
@@ -232,22 +232,17 @@ def script(config: Config) -> str:
     """A standalone PyTorch script (torch, math and json only) that reproduces `compute(config)`.
 
     It draws the inputs and weights from a seeded `torch.Generator` in the package's order, embeds given
-    matrices as literals, writes out only the steps this config uses, and prints the softmax weights
-    (h, T_q, T_k) and the output (T_q, d_out) as JSON. User text appears only inside string literals.
+    matrices as literals, writes out only the steps this config uses (grouped-query heads, keys of another
+    width, position encodings, score biases and bottom-right causal masks included), and prints the softmax
+    weights (h, T_q, T_k) and the output (T_q, d_out) as JSON. User text appears only inside string literals.
     """
-    if config.group > 1:
-        raise ValueError("the script does not write grouped-query heads (kv_heads < heads) yet: use the package")
-    if config.key_width != config.width:
-        raise ValueError("the script does not write keys and values of another width than the queries yet")
-    if config.position != "none":
-        raise ValueError("the script does not write positional encodings yet: use the package")
-    if config.score_bias is not None or config.causal_align != "top-left":
-        raise ValueError("the script does not write score biases or bottom-right causal masks yet: use the package")
     return "\n".join(_Script(config).lines) + "\n"
 
 
 def _num(x: float) -> str:
-    return repr(float(x))
+    """A float as Python source: repr, and the infinities (a score bias blocks with -inf) as float("-inf")."""
+    x = float(x)
+    return repr(x) if math.isfinite(x) else f'float("{x}")'
 
 
 def _literal(matrix: Sequence[Sequence[Any]], fmt=_num) -> str:
@@ -256,24 +251,63 @@ def _literal(matrix: Sequence[Sequence[Any]], fmt=_num) -> str:
     return "[\n" + rows + ",\n]"
 
 
+def _vector(values: Sequence[float]) -> str:
+    return "[" + ", ".join(_num(x) for x in values) + "]"
+
+
+class _Projection(NamedTuple):
+    """One of the three projections as the script writes it."""
+
+    name: str  # W_query
+    bias: str  # b_query
+    out: str  # queries
+    given: Any  # the given matrix, or None
+    given_bias: Any  # the given bias, or None
+    heads: str  # "h", or "h_kv" for keys and values of grouped-query heads
+    n_heads: int
+    d_in: str  # "d_model", or "d_kv" for keys and values of another width
+    d: str  # "d_k" or "d_v"
+    x: str  # "x" or "x_kv"
+    t: str  # "T_q" or "T_k"
+
+
 class _Script:
     """Builds the script line by line; each step writes only the branch its config takes."""
 
     def __init__(self, config: Config) -> None:
-        self.c = config
-        self.split = config.head_layout == "split"
+        self.c = c = config
+        self.split = c.head_layout == "split"
+        self.derived = self.split and c.d_k is None and c.d_v is None  # d_k = d_v = d_out // h
+        self.grouped = c.group > 1
+        kv_heads, kv_n = ("h_kv", c.key_value_heads) if self.grouped else ("h", c.heads)
+        d_kv = "d_kv" if c.key_width != c.width else "d_model"
+        self.projections = (
+            _Projection("W_query", "b_query", "queries", c.w_query, c.b_query, "h", c.heads, "d_model", "d_k", "x",
+                        "T_q"),
+            _Projection("W_key", "b_key", "keys", c.w_key, c.b_key, kv_heads, kv_n, d_kv, "d_k", "x_kv", "T_k"),
+            _Projection("W_value", "b_value", "values", c.w_value, c.b_value, kv_heads, kv_n, d_kv, "d_v", "x_kv",
+                        "T_k"),
+        )  # fmt: skip
         self.d_o = "d_out" if self.split else "d_model"  # width of the output projection
         self.lines: list[str] = []
         self.steps = 0
-        self.needs_math = config.scale == "sqrt" or config.init == "linear"
-        draws = config.init in ("rand", "rand-transposed", "linear") or config.dropout > 0
+        self.needs_math = c.scale == "sqrt" or c.init == "linear"
+        draws = c.init in ("rand", "rand-transposed", "linear") or c.dropout > 0 or c.position == "learned"
         self.reseeds = draws or self._key_inputs_drawn()
+        t_q, t_k = len(c.tokens), len(c.key_tokens)
+        self.positions = max(t_q, t_k)  # the positions a table or RoPE's angles cover (queries from 0)
         self.mask_tensor = self._mask()  # (T_q, T_k), built once: a custom one can be 512 x 512
+        self.bias_blocks = c.score_bias is not None and any(x == -math.inf for row in c.score_bias for x in row)
+        allowed = self.mask_tensor
+        if self.bias_blocks:
+            allowed = allowed & (torch.tensor(c.score_bias) > -math.inf)
+        self.empty_rows = bool((~allowed.any(dim=-1)).any())  # a query that sees no key at all
         self.rule = self._mask_rule()
         self.header()
         self.inputs()
         self.weights()
         self.key_inputs()
+        self.position_inputs()
         self.attention()
         self.output()
 
@@ -294,12 +328,25 @@ class _Script:
             self.emit("")
             self.linear_def()
         self.emit(f"seed = {c.seed}")
-        if self.split:
+        d_k, d_v = c.head_dims
+        if self.derived:
             self.emit(f"d_model, h, d_out = {c.width}, {c.heads}, {c.split_width}")
             self.emit("d_k = d_v = d_out // h  # split layout: one projection d_out wide, cut into h heads")
+        elif self.split:
+            self.emit(
+                f"d_model, h, d_k, d_v = {c.width}, {c.heads}, {d_k}, {d_v}"
+                "  # split layout: one projection h * d_k wide (values h * d_v), cut into h heads"
+            )
+            if c.out_proj:
+                self.emit(f"d_out = {c.out_width}  # the output projection's width")
         else:
-            d_k, d_v = c.head_dims
             self.emit(f"d_model, d_k, d_v, h = {c.width}, {d_k}, {d_v}, {c.heads}  # every head has its own weights")
+        if self.grouped:
+            self.emit(
+                f"h_kv = {c.key_value_heads}  # key/value heads, each shared by h // h_kv query heads (grouped-query)"
+            )
+        if c.key_width != c.width:
+            self.emit(f"d_kv = {c.key_width}  # the key/value inputs' width (kdim = vdim)")
         self.emit("")
 
     def linear_def(self) -> None:
@@ -343,7 +390,8 @@ class _Script:
         if not c.is_cross:
             self.emit("x_kv = x  # self-attention: keys and values come from the same tokens")
         elif c.cross_embeddings is not None:
-            self.emit(f"x_kv = torch.tensor({_literal(c.cross_embeddings)})  # (T_k, d_model) given key/value inputs")
+            width = self.projections[1].d_in
+            self.emit(f"x_kv = torch.tensor({_literal(c.cross_embeddings)})  # (T_k, {width}) given key/value inputs")
         elif self._key_init() == "embedding" and c.embeddings is None and c.embedding_init == "embedding":
             self.emit("x_kv = table[torch.tensor([vocab.index(t) for t in key_tokens])]  # (T_k, d_model)")
         self.emit("")
@@ -361,20 +409,22 @@ class _Script:
         if self.reseeds:
             self.emit(self._generator("reseeded before the weights, as the tutorials do"))
         if c.init == "given":
-            for name, matrix, d in (
-                ("W_query", c.w_query, "d_k"),
-                ("W_key", c.w_key, "d_k"),
-                ("W_value", c.w_value, "d_v"),
-            ):
-                self.emit(self._given(name, matrix, d))
-            if c.bias:
-                self.emit("# given weights come without biases (they are zero)")
+            for p in self.projections:
+                self.emit(self._given(p))
+                if c.bias and p.given_bias is not None:
+                    self.emit(self._given_bias(p))
+            if c.bias and any(p.given_bias is None for p in self.projections):
+                self.emit("# a bias that was not given is zero")
         elif c.init == "identity":
-            for name, d in (("W_query", "d_k"), ("W_key", "d_k"), ("W_value", "d_v")):
+            for p in self.projections:
                 if self.split:
-                    self.emit(f"{name} = torch.eye(d_model, d_out)  # (d_model, d_out): no projection")
+                    w = self._width(p)
+                    self.emit(f"{p.name} = torch.eye({p.d_in}, {w})  # ({p.d_in}, {w}): no projection")
                 else:
-                    self.emit(f"{name} = torch.eye(d_model, {d}).expand(h, -1, -1)  # (h, d_model, {d}): no projection")
+                    self.emit(
+                        f"{p.name} = torch.eye({p.d_in}, {p.d}).expand({p.heads}, -1, -1)"
+                        f"  # ({p.heads}, {p.d_in}, {p.d}): no projection"
+                    )
             if c.bias:
                 self.emit("# the identity init has zero biases")
         elif c.init == "linear":
@@ -388,40 +438,57 @@ class _Script:
     def rand_weights(self) -> None:
         c = self.c
         transposed = c.init == "rand-transposed"
-        for name, b, d in (("W_query", "b_query", "d_k"), ("W_key", "b_key", "d_k"), ("W_value", "b_value", "d_v")):
+        for p in self.projections:
             if self.split:
-                shape = "d_out, d_model" if transposed else "d_model, d_out"
-                used = ".T  # (d_model, d_out), drawn as W x" if transposed else "  # (d_model, d_out)"
-                self.emit(f"{name} = torch.rand({shape}, generator=g){used}")
+                w = self._width(p)
+                shape = f"{w}, {p.d_in}" if transposed else f"{p.d_in}, {w}"
+                used = f".T  # ({p.d_in}, {w}), drawn as W x" if transposed else f"  # ({p.d_in}, {w})"
+                self.emit(f"{p.name} = torch.rand({shape}, generator=g){used}")
                 if c.bias:
-                    self.emit(f"{b} = torch.rand(d_out, generator=g)  # (d_out,)")
+                    self.emit(f"{p.bias} = torch.rand({w}, generator=g)  # ({w},)")
             else:
-                shape = f"h, {d}, d_model" if transposed else f"h, d_model, {d}"
-                used = f".transpose(1, 2)  # (h, d_model, {d}), drawn as W x"
+                shape = f"{p.heads}, {p.d}, {p.d_in}" if transposed else f"{p.heads}, {p.d_in}, {p.d}"
+                used = f"({p.heads}, {p.d_in}, {p.d})"
                 self.emit(
-                    f"{name} = torch.rand({shape}, generator=g)" + (used if transposed else f"  # (h, d_model, {d})")
+                    f"{p.name} = torch.rand({shape}, generator=g)"
+                    + (f".transpose(1, 2)  # {used}, drawn as W x" if transposed else f"  # {used}")
                 )
                 if c.bias:
-                    self.emit(f"{b} = torch.rand(h, 1, {d}, generator=g)  # (h, 1, {d})")
+                    self.emit(f"{p.bias} = torch.rand({p.heads}, 1, {p.d}, generator=g)  # ({p.heads}, 1, {p.d})")
 
     def linear_weights(self) -> None:
         c = self.c
         bias = ", bias=True" if c.bias else ""
         if self.split:
-            for name, b in (("W_query", "b_query"), ("W_key", "b_key"), ("W_value", "b_value")):
-                target = f"{name}, {b}" if c.bias else name
-                self.emit(f"{target} = linear(d_model, d_out{bias})  # (d_model, d_out), cut into heads below")
+            for p in self.projections:
+                target = f"{p.name}, {p.bias}" if c.bias else p.name
+                w = self._width(p)
+                self.emit(f"{target} = linear({p.d_in}, {w}{bias})  # ({p.d_in}, {w}), cut into heads below")
             return
-        self.emit(
-            f"layers = [[linear(d_model, d{bias}) for d in (d_k, d_k, d_v)] for _ in range(h)]  # per head: q, k, v"
-        )
-        if c.bias:
+        q, k, v = self.projections
+        if self.grouped:  # per head a query Linear; the first h_kv heads also a key and a value Linear
             self.emit(
-                "W_query, W_key, W_value = (torch.stack([head[i][0] for head in layers]) for i in range(3))",
-                "b_query, b_key, b_value = (torch.stack([head[i][1] for head in layers])[:, None] for i in range(3))",
+                f"layers = [[linear(d_model, d_k{bias}), *([linear({k.d_in}, d_k{bias}), linear({v.d_in}, d_v{bias})]"
+                " if i < h_kv else [])] for i in range(h)]  # per head: q, then k, v",
+            )
+        elif k.d_in != "d_model":
+            self.emit(
+                f"layers = [[linear(d_model, d_k{bias}), linear(d_kv, d_k{bias}), linear(d_kv, d_v{bias})]"
+                " for _ in range(h)]  # per head: q, k, v"
             )
         else:
-            self.emit("W_query, W_key, W_value = (torch.stack([head[i] for head in layers]) for i in range(3))")
+            self.emit(
+                f"layers = [[linear(d_model, d{bias}) for d in (d_k, d_k, d_v)] for _ in range(h)]  # per head: q, k, v"
+            )
+        heads = " if len(head) > i" if self.grouped else ""
+        if c.bias:
+            self.emit(
+                f"W_query, W_key, W_value = (torch.stack([head[i][0] for head in layers{heads}]) for i in range(3))",
+                f"b_query, b_key, b_value = (torch.stack([head[i][1] for head in layers{heads}])[:, None]"
+                " for i in range(3))",
+            )
+        else:
+            self.emit(f"W_query, W_key, W_value = (torch.stack([head[i] for head in layers{heads}]) for i in range(3))")
 
     def out_weights(self) -> None:
         c = self.c
@@ -444,6 +511,8 @@ class _Script:
             self.emit(f"W_out = torch.rand(h * d_v, {d_o}, generator=g)  # (h * d_v, {d_o})")
         if c.out_bias and c.init in ("rand", "rand-transposed"):
             self.emit(f"b_out = torch.rand({d_o}, generator=g)  # ({d_o},)")
+        elif c.out_bias and c.init == "given" and c.b_out is not None:
+            self.emit(f"b_out = torch.tensor({_vector(c.b_out)})  # ({d_o},) given")
         elif c.out_bias and c.init in ("given", "identity"):
             self.emit("# the output bias is zero for this init")
 
@@ -463,26 +532,57 @@ class _Script:
             self.emit(f"x_kv = torch.{self._key_init()}({len(c.key_tokens)}, d_model, generator=g)  # (T_k, d_model)")
         self.emit("")
 
+    def position_inputs(self) -> None:
+        """A sinusoidal or learned position table, added to the inputs (query i and key j at positions i and j)."""
+        c = self.c
+        if c.position not in ("sinusoidal", "learned"):
+            return
+        t_q, t_k, p = len(c.tokens), len(c.key_tokens), self.positions
+        if c.position == "sinusoidal":
+            self.section("positions: the sinusoidal table of Attention Is All You Need, added to the inputs")
+            self.emit(
+                f"position = torch.arange({p}, dtype=torch.float64)[:, None]  # (P, 1)",
+                "angles = position / 10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)",
+                f"pe = torch.empty({p}, d_model, dtype=torch.float64)",
+                "pe[:, 0::2] = torch.sin(angles)  # even columns: sines",
+                "pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])  # odd columns: cosines",
+                "pe = pe.float()  # (P, d_model), computed in double so long sentences keep every digit",
+            )
+        else:
+            self.section("positions: a learned table (as before training: random), added to the inputs")
+            self.emit(f"pe = torch.randn({p}, d_model, generator=g)  # (P, d_model), what nn.Embedding(P, d) draws")
+        self.emit(f"x = x + pe[:{t_q}]  # (T_q, d_model)")
+        if c.is_cross:
+            self.emit(f"x_kv = x_kv + pe[:{t_k}]  # (T_k, d_model)")
+        else:
+            self.emit("x_kv = x")
+        self.emit("")
+
     def attention(self) -> None:
         c = self.c
         self.section("queries, keys, values: one set per head")
-        bias = {
-            b: (f" + {b}" if c.bias and c.init in ("rand", "rand-transposed", "linear") else "")
-            for b in ("b_query", "b_key", "b_value")
-        }
-        for name, x, w, b, d, t in (
-            ("queries", "x", "W_query", "b_query", "d_k", "T_q"),
-            ("keys", "x_kv", "W_key", "b_key", "d_k", "T_k"),
-            ("values", "x_kv", "W_value", "b_value", "d_v", "T_k"),
-        ):
+        for p in self.projections:
+            bias = f" + {p.bias}" if self._has_bias(p) else ""
             if self.split:
-                self.emit(f"{name} = ({x} @ {w}{bias[b]}).view(-1, h, {d}).transpose(0, 1)  # (h, {t}, {d})")
+                self.emit(
+                    f"{p.out} = ({p.x} @ {p.name}{bias}).view(-1, {p.heads}, {p.d}).transpose(0, 1)"
+                    f"  # ({p.heads}, {p.t}, {p.d})"
+                )
             else:
-                self.emit(f"{name} = {x} @ {w}{bias[b]}  # (h, {t}, {d})")
+                self.emit(f"{p.out} = {p.x} @ {p.name}{bias}  # ({p.heads}, {p.t}, {p.d})")
+        if self.grouped:
+            self.emit(
+                "keys = keys.repeat_interleave(h // h_kv, dim=0)  # (h, T_k, d_k): each K/V head serves its group",
+                "values = values.repeat_interleave(h // h_kv, dim=0)  # (h, T_k, d_v)",
+            )
+        if c.position == "rope":
+            self.rope()
         self.emit("")
         steps = (
             "scores",
             "scaling" * (c.scale != "none"),
+            "ALiBi" * (c.position == "alibi"),
+            "score bias" * (c.score_bias is not None),
             "mask" * self._masks(),
             "softmax",
             "dropout" * (c.dropout > 0),
@@ -495,9 +595,16 @@ class _Script:
             self.emit(f"scaled = omega / {_num(c.temperature)}  # (h, T_q, T_k) divided by the temperature")
         else:
             self.emit("scaled = omega  # unscaled")
+        if c.position == "alibi":
+            self.alibi()
+        if c.score_bias is not None:
+            self.emit(
+                f"score_bias = torch.tensor({_literal(c.score_bias)})  # (T_q, T_k) given, added to the scores",
+                "scaled = scaled + score_bias",
+            )
         scores = self.mask()
         self.emit(f"weights = torch.softmax({scores}, dim=-1)  # (h, T_q, T_k), each row sums to 1")
-        if scores != "scaled" and bool((~self.mask_tensor.any(dim=-1)).any()):
+        if scores != "scaled" and self.empty_rows:
             self.emit(
                 "weights = weights.masked_fill(~mask.any(dim=-1)[:, None], 0.0)  # a row with no key: zeros, not NaN"
             )
@@ -511,23 +618,63 @@ class _Script:
             self.emit("context = weights @ values  # (h, T_q, d_v)")
         self.emit("")
 
+    def rope(self) -> None:
+        """RoPE in Llama's rotate-half form: pair (i, i + d_k/2) of every query and key turned by position x theta_i."""
+        c = self.c
+        t_q, t_k = len(c.tokens), len(c.key_tokens)
+        self.emit(
+            "",
+            "# RoPE: every query and key rotated by its position (pairs i and i + d_k/2, Llama's rotate-half form)",
+            f"theta = 1.0 / ({_num(c.rope_base)} ** (torch.arange(0, d_k, 2, dtype=torch.int64).float() / d_k))"
+            "  # (d_k/2,)",
+            f"angles = torch.arange({self.positions}).float()[:, None] * theta  # (P, d_k/2): position x theta_i",
+            "",
+            "",
+            "def rope(v, angles):",
+            '    """v (..., T, d_k) turned pair by pair: v * cos + rotate_half(v) * sin."""',
+            "    angles = torch.cat((angles, angles), dim=-1)  # (T, d_k)",
+            "    v1, v2 = v.chunk(2, dim=-1)",
+            "    return v * angles.cos() + torch.cat((-v2, v1), dim=-1) * angles.sin()",
+            "",
+            "",
+            f"queries = rope(queries, angles[:{t_q}])  # (h, T_q, d_k)",
+            f"keys = rope(keys, angles[:{t_k}])  # (h, T_k, d_k)",
+        )
+
+    def alibi(self) -> None:
+        """ALiBi: -slope_h x |i - j| added to the scaled scores, one slope a head (Press et al.)."""
+        c = self.c
+        slopes = position.alibi_slopes(c.heads).tolist()
+        t_q, t_k = len(c.tokens), len(c.key_tokens)
+        self.emit(
+            f"slopes = torch.tensor({_vector(slopes)})  # (h,) ALiBi's geometric slopes (Press et al.)",
+            f"distance = (torch.arange({t_q})[:, None] - torch.arange({t_k})[None, :]).abs()  # (T_q, T_k) |i - j|",
+            "scaled = scaled + slopes[:, None, None] * -distance  # (h, T_q, T_k): farther keys, lower scores",
+        )
+
     def mask(self) -> str:
         """Emit the mask (True = may attend) and return the expression the softmax takes.
 
         A custom mask that some rule gives (causal, padding, window, every key, no key) is written as that
-        rule, so a 512-token causal mask is one line, not a quarter of a million literals.
+        rule, so a 512-token causal mask is one line, not a quarter of a million literals. A score bias's -inf
+        entries block as the mask does.
         """
         t_q, t_k = len(self.c.tokens), len(self.c.key_tokens)
         kind, n = self.rule
         if kind == "none":
             if self.c.mask == "custom":
                 self.emit("# the custom mask lets every query see every key: nothing to mask")
-            return "scaled"
+            if not self.bias_blocks:
+                return "scaled"
+            self.emit('mask = score_bias > float("-inf")  # (T_q, T_k): a -inf in the score bias blocks')
+            return 'scaled.masked_fill(~mask, float("-inf"))'
         if self.c.mask == "custom" and kind not in ("custom", "blocked"):
             self.emit(f"# the custom mask is exactly the {kind} mask, so it is written as that rule")
+        shift = masks.offset(t_q, t_k, self.c.causal_align) if self.c.mask != "custom" else 0
         if kind == "causal":
+            tril, how = (f"tril(diagonal={shift})", "causal, bottom-right aligned") if shift else ("tril()", "causal")
             self.emit(
-                f"mask = torch.ones({t_q}, {t_k}, dtype=torch.bool).tril()  # (T_q, T_k) causal, True = may attend"
+                f"mask = torch.ones({t_q}, {t_k}, dtype=torch.bool).{tril}  # (T_q, T_k) {how}, True = may attend"
             )
         elif kind == "padding":
             self.emit(
@@ -535,8 +682,9 @@ class _Script:
                 f"mask[:, {max(t_k - n, 0)}:] = False  # the last {n} keys are padding",
             )
         elif kind == "window":
+            at = f"torch.arange({t_q})[:, None]" + (f" + {shift}" if shift else "")
             self.emit(
-                f"i, j = torch.arange({t_q})[:, None], torch.arange({t_k})[None, :]",
+                f"i, j = {at}, torch.arange({t_k})[None, :]" + ("  # bottom-right aligned" if shift else ""),
                 f"mask = (j <= i) & (j > i - {n})  # (T_q, T_k) query i sees keys i-{n - 1} .. i",
             )
         elif kind == "blocked":
@@ -548,6 +696,8 @@ class _Script:
                 f"mask_rows = [\n{rows}]  # row i: 1 where query i may attend to key j",
                 'mask = torch.tensor([[c == "1" for c in row] for row in mask_rows])  # (T_q, T_k), True = may attend',
             )
+        if self.bias_blocks:
+            self.emit('mask = mask & (score_bias > float("-inf"))  # a -inf in the score bias blocks too')
         return 'scaled.masked_fill(~mask, float("-inf"))'
 
     def output(self) -> None:
@@ -555,7 +705,8 @@ class _Script:
         self.section("heads side by side" + (", then the output projection" if c.out_proj else ""))
         self.emit("concat = context.transpose(0, 1).reshape(context.shape[1], -1)  # (T_q, h * d_v)")
         if c.out_proj:
-            b_out = " + b_out" if c.out_bias and c.init in ("rand", "rand-transposed", "linear") else ""
+            drawn = c.init in ("rand", "rand-transposed", "linear")
+            b_out = " + b_out" if c.out_bias and (drawn or (c.init == "given" and c.b_out is not None)) else ""
             self.emit(f"output = concat @ W_out{b_out}  # (T_q, {self.d_o})")
         else:
             self.emit("output = concat")
@@ -566,15 +717,30 @@ class _Script:
     def _generator(self, why: str) -> str:
         return f"g = torch.Generator().manual_seed(seed)  # {why}"
 
-    def _given(self, name: str, matrix, d: str) -> str:
+    def _width(self, p: _Projection) -> str:
+        """The split layout's width of one projection: d_out when d_model / heads gives every head's width."""
+        return "d_out" if self.derived and p.heads == "h" else f"{p.heads} * {p.d}"
+
+    def _has_bias(self, p: _Projection) -> bool:
+        """Whether a projection adds a bias that is not zero."""
+        c = self.c
+        return c.bias and (c.init in ("rand", "rand-transposed", "linear") or (c.init == "given" and
+                                                                                p.given_bias is not None))  # fmt: skip
+
+    def _given(self, p: _Projection) -> str:
         if self.split:
-            return f"{name} = torch.tensor({_literal(matrix)})  # (d_model, d_out)"
-        if self.c.heads == 1:
-            return f"{name} = torch.tensor({_literal(matrix)})[None]  # (1, d_model, {d})"
+            return f"{p.name} = torch.tensor({_literal(p.given)})  # ({p.d_in}, {self._width(p)})"
+        if p.n_heads == 1:
+            return f"{p.name} = torch.tensor({_literal(p.given)})[None]  # (1, {p.d_in}, {p.d})"
         return (
-            f"{name} = torch.tensor({_literal(matrix)}).view(d_model, h, {d}).transpose(0, 1)"
-            f"  # (h, d_model, {d}): the heads sit side by side in the columns"
+            f"{p.name} = torch.tensor({_literal(p.given)}).view({p.d_in}, {p.heads}, {p.d}).transpose(0, 1)"
+            f"  # ({p.heads}, {p.d_in}, {p.d}): the heads sit side by side in the columns"
         )
+
+    def _given_bias(self, p: _Projection) -> str:
+        if self.split:
+            return f"{p.bias} = torch.tensor({_vector(p.given_bias)})  # ({self._width(p)},) given"
+        return f"{p.bias} = torch.tensor({_vector(p.given_bias)}).view({p.heads}, 1, {p.d})  # ({p.heads}, 1, {p.d})"
 
     def _key_init(self) -> str:
         return self.c.cross_embedding_init or self.c.embedding_init
@@ -592,8 +758,8 @@ class _Script:
         return c.is_cross and c.cross_embeddings is None and c.cross_embedding_init in (None, "embedding")
 
     def _masks(self) -> bool:
-        """Whether the mask blocks anything that the script must write out."""
-        return self.rule[0] != "none"
+        """Whether the mask (or a score bias's -inf) blocks anything that the script must write out."""
+        return self.rule[0] != "none" or self.bias_blocks
 
     def _mask_rule(self) -> tuple[str, int]:
         """The simplest rule that gives this config's mask, and its number: ("none" | "blocked" | "causal",
@@ -622,5 +788,6 @@ class _Script:
     def _mask(self) -> torch.Tensor:
         c = self.c
         return masks.build(
-            c.mask, len(c.tokens), len(c.key_tokens), n_padding=c.padding, width=c.window, custom=c.custom_mask
-        )  # (T_q, T_k)
+            c.mask, len(c.tokens), len(c.key_tokens), n_padding=c.padding, width=c.window, custom=c.custom_mask,
+            align=c.causal_align,
+        )  # fmt: skip  # (T_q, T_k)

@@ -98,3 +98,21 @@ def test_model_in_a_fresh_interpreter_prints_json() -> None:
                        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)  # fmt: skip
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert json.loads(p.stdout)["tokens"][0] == "[CLS]"
+
+
+def test_the_script_of_a_model_head_reproduces_it_with_its_biases(capsys: pytest.CaptureFixture, tmp_path) -> None:
+    status, text, err = call(capsys, "--model", "minilm", "--layer", "2", "--head", "5", "--sentence", SENTENCE,
+                             "--format", "script")  # fmt: skip
+    assert status == 0, err
+    assert "b_query = torch.tensor(" in text and "+ b_query" in text  # the model's q/k/v biases, written out
+    (tmp_path / "head.py").write_text(text)  # the head's three 384 x 32 matrices: too long for an argument
+    ran = subprocess.run([sys.executable, str(tmp_path / "head.py")], capture_output=True, text=True, timeout=120,
+                         check=False)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    status, out, err = call(capsys, "--model", "minilm", "--layer", "2", "--head", "5", "--sentence", SENTENCE,
+                            "--format", "json")  # fmt: skip
+    want = json.loads(out)
+    printed = json.loads(ran.stdout)
+    torch.testing.assert_close(torch.tensor(printed["weights"][0]), torch.tensor(want["heads"][0]["weights"]),
+                               atol=1e-6, rtol=0)  # fmt: skip
+    torch.testing.assert_close(torch.tensor(printed["output"]), torch.tensor(want["output"]), atol=1e-5, rtol=0)

@@ -238,10 +238,5 @@ def code(config: Config) -> None:
     with st.expander("Code: reproduce this view in plain PyTorch"):
         st.caption("With this project's package (`pip install -e .` in a checkout):")
         st.code(package_call(config), language="python")
-        try:
-            text = export.script(config)
-        except ValueError as exc:
-            st.caption(f"No plain PyTorch script for this view: {exc}.")
-            return
         st.caption("In plain PyTorch, every step written out:")
-        st.code(text, language="python")
+        st.code(export.script(config), language="python")
