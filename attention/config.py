@@ -365,9 +365,13 @@ class Config:
 
     def changes(self) -> dict[str, Any]:
         """The fields that differ from the defaults and matter: `Config(**config.changes())` computes exactly what
-        this config does. A given d_k or d_v that is what leaving it out derives is left out."""
+        this config does. A setting not in use (a padding without the padding mask) is left out, and so is a given
+        d_k or d_v that is what leaving it out derives."""
         default = Config()
         out = {f.name: v for f in fields(self) if (v := getattr(self, f.name)) != getattr(default, f.name)}
+        for name, p in SETTINGS.items():
+            if p.when is not None and getattr(self, p.when[0]) != p.when[1]:
+                out.pop(name, None)
         for name in ("d_v", "d_k"):  # d_v first: in the split layout a left-out d_v follows d_k
             if name in out and self._derives(name):
                 del out[name]

@@ -127,3 +127,9 @@ def test_the_command_line_takes_a_per_head_width_in_the_split_layout(capsys: pyt
 def test_changes_leave_out_a_width_that_leaving_it_out_derives(config: Config, kept: dict) -> None:
     assert config.changes() == kept
     assert Config(**config.changes()).head_dims == config.head_dims
+
+
+def test_changes_leave_out_settings_not_in_use() -> None:
+    config = Config(mask="causal", padding=3, window=5, scale="sqrt", temperature=2.0, rope_base=500.0)
+    assert config.changes() == {"mask": "causal"}
+    assert Config(mask="window", window=5, padding=3).changes() == {"mask": "window", "window": 5}
