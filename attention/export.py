@@ -281,13 +281,12 @@ class _Script:
         self.grouped = c.group > 1
         kv_heads, kv_n = ("h_kv", c.key_value_heads) if self.grouped else ("h", c.heads)
         d_kv = "d_kv" if c.key_width != c.width else "d_model"
-        self.projections = (
-            _Projection("W_query", "b_query", "queries", c.w_query, c.b_query, "h", c.heads, "d_model", "d_k", "x",
-                        "T_q"),
-            _Projection("W_key", "b_key", "keys", c.w_key, c.b_key, kv_heads, kv_n, d_kv, "d_k", "x_kv", "T_k"),
-            _Projection("W_value", "b_value", "values", c.w_value, c.b_value, kv_heads, kv_n, d_kv, "d_v", "x_kv",
-                        "T_k"),
-        )  # fmt: skip
+        q = _Projection(
+            "W_query", "b_query", "queries", c.w_query, c.b_query, "h", c.heads, "d_model", "d_k", "x", "T_q"
+        )
+        k = _Projection("W_key", "b_key", "keys", c.w_key, c.b_key, kv_heads, kv_n, d_kv, "d_k", "x_kv", "T_k")
+        v = k._replace(name="W_value", bias="b_value", out="values", given=c.w_value, given_bias=c.b_value, d="d_v")
+        self.projections = (q, k, v)
         self.d_o = "d_out" if self.split else "d_model"  # width of the output projection
         self.lines: list[str] = []
         self.steps = 0
@@ -722,10 +721,10 @@ class _Script:
         return "d_out" if self.derived and p.heads == "h" else f"{p.heads} * {p.d}"
 
     def _has_bias(self, p: _Projection) -> bool:
-        """Whether a projection adds a bias that is not zero."""
+        """Whether a projection adds a bias that is not zero: one drawn, or one given."""
         c = self.c
-        return c.bias and (c.init in ("rand", "rand-transposed", "linear") or (c.init == "given" and
-                                                                                p.given_bias is not None))  # fmt: skip
+        drawn = c.init in ("rand", "rand-transposed", "linear")
+        return c.bias and (drawn or (c.init == "given" and p.given_bias is not None))
 
     def _given(self, p: _Projection) -> str:
         if self.split:
