@@ -4,8 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import permutation, position, rope_demo
-from ui.position import shuffle_button
+from attention import Result, permutation, position, rope_demo
+from ui.position import shuffle_button, shuffles
 
 # No mask and no dropout here, whatever another page set: a causal mask is itself a signal of order (each word
 # sees only the words before it), and dropout draws differ between the two sentences of the experiment.
@@ -33,17 +33,60 @@ st.caption(
 # of 1 in every row, and no room for ALiBi's penalty to show
 ui.show_url_warnings(position="rope", heads=4, init="linear")
 ui.controls(["sentence", "position", "rope_base", "heads", "d_model", "d_k", "d_v", "init", "seed"])
-result = ui.result_or_stop(**PINNED)
-kind = result.config.position
-tokens = result.tokens
+config = ui.config_or_stop("This setting", **PINNED)
+kind = config.position
+tokens = config.tokens
 tok = ui.labels(tokens)
 t = len(tokens)
 if ui.get("mask") != "none" or ui.get("dropout"):
     st.caption("This page computes without a mask and without dropout: a causal mask alone tells words apart by order.")
 head = 0
-if result.heads > 1:  # the head every figure below shows, in a column of its own (the page is wide)
-    head = int(ui.pick("head", list(range(result.heads)), "Head shown", format_func=lambda i: f"head {i + 1}",
+if config.heads > 1:  # the head every figure below shows, in a column of its own (the page is wide)
+    head = int(ui.pick("head", list(range(config.heads)), "Head shown", format_func=lambda i: f"head {i + 1}",
                        container=st.columns(3)[0]))  # fmt: skip
+last = t - 1
+shown = max(1, min(config.heads, CELLS_MAX // max(1, t * t)))  # ALiBi's heads drawn
+
+
+def alibi_view(r: Result) -> tuple:
+    """What section 3 draws of ALiBi: the first heads' biases, the slopes, the last word's weights."""
+    return r.position.bias[:shown], r.position.slopes, r.weights[head, last]
+
+
+def last_row(r: Result):
+    return r.weights[head, last]
+
+
+# Five computations: the sentence, the sentence shuffled, and ALiBi, no position and a learned table (the
+# sentence's own kind is one of them). At 512 tokens, 16 heads and d 256 each Result is ~120 MB: held together
+# they would pass the server's memory. So the others come first, one at a time, each let go of once what is drawn
+# of it (a matrix, a row) is copied out, and the sentence's own Result last (ui/budget.py).
+perm = permutation.shuffled_order(tokens, seed=shuffles())
+shuffled_tokens = permutation.apply_order(tokens, perm)
+shuffled_context = ui.budget.kept_or_stop(
+    "The shuffled sentence",
+    ui.config_or_stop("The shuffled sentence", sentence=" ".join(shuffled_tokens), **PINNED),
+    lambda r: r.context,
+)  # (h, T, d_v)
+if kind != "alibi":
+    alibi_bias, slopes, alibi_row = ui.budget.kept_or_stop(
+        "ALiBi", ui.config_or_stop("ALiBi", position="alibi", **PINNED), alibi_view
+    )
+if kind != "none":
+    plain_row = ui.budget.kept_or_stop(
+        "No position", ui.config_or_stop("No position", position="none", **PINNED), last_row
+    )
+if kind != "learned":
+    table = ui.budget.kept_or_stop(
+        "Learned", ui.config_or_stop("Learned", position="learned", **PINNED), lambda r: r.position.table
+    )  # (T, d_model)
+result = ui.result_or_stop(**PINNED)
+if kind == "alibi":
+    alibi_bias, slopes, alibi_row = alibi_view(result)
+elif kind == "none":
+    plain_row = last_row(result)
+elif kind == "learned":
+    table = result.position.table
 
 
 def position_labels(n: int) -> list[str]:
@@ -62,19 +105,16 @@ ui.explain(
     "word of the vocabulary); only where it stands changes."
 )
 words, shuffle = st.columns([3, 1], vertical_alignment="bottom")
-presses = shuffle_button(shuffle, disabled=len(set(tokens)) <= 1)
-perm = permutation.shuffled_order(tokens, seed=presses)
-shuffled_tokens = permutation.apply_order(tokens, perm)
+shuffle_button(shuffle, disabled=len(set(tokens)) <= 1)
 words.markdown(f"**Sentence:** {ui.plain(' '.join(tokens))}  \n**Shuffled:** {ui.plain(' '.join(shuffled_tokens))}")
-shuffled = ui.compute(ui.config_or_stop("The shuffled sentence", sentence=" ".join(shuffled_tokens), **PINNED))
-check = permutation.permutation_check(result.context, shuffled.context, perm)
+check = permutation.permutation_check(result.context, shuffled_context, perm)
 
 left, right = st.columns(2)
-scale = max(ui.largest_abs(result.context[head]), ui.largest_abs(shuffled.context[head]))
+scale = max(ui.largest_abs(result.context[head]), ui.largest_abs(shuffled_context[head]))
 ui.heatmap(result.context[head], tok, ui.dim_labels(result.d_v), title="Context: the sentence", key="pos:ctx",
            container=left, max_abs=scale)  # fmt: skip
 left.caption("One row per word: what attention made of it, in the sentence's order.")
-ui.heatmap(shuffled.context[head], ui.labels(shuffled_tokens), ui.dim_labels(result.d_v),
+ui.heatmap(shuffled_context[head], ui.labels(shuffled_tokens), ui.dim_labels(result.d_v),
            title="Context: the shuffled sentence", key="pos:shuffled", container=right, max_abs=scale)  # fmt: skip
 right.caption("The same words shuffled. Find a word in both: is its row the same?")
 
@@ -185,12 +225,9 @@ else:
 
 # 3. ALiBi --------------------------------------------------------------------------------------------------
 st.header("3. ALiBi: a penalty growing with distance")
-alibi = result if kind == "alibi" else ui.compute(ui.config_or_stop("ALiBi", position="alibi", **PINNED))
-plain = result if kind == "none" else ui.compute(ui.config_or_stop("No position", position="none", **PINNED))
-slopes = alibi.position.slopes.tolist()
-h = alibi.heads
-shown = max(1, min(h, CELLS_MAX // max(1, t * t)))
-bias_max = ui.largest_abs(alibi.position.bias[:shown])
+slopes = slopes.tolist()
+h = config.heads
+bias_max = ui.largest_abs(alibi_bias)
 ui.explain(
     "ALiBi adds −m × distance to every scaled score before the softmax, with one slope m a head, each a fixed "
     f"fraction of the one before. Colours: white 0 to blue −{bias_max:.3g}, the same in every head."
@@ -200,22 +237,21 @@ for start in range(0, shown, per_row):
     cols = st.columns([1.4] + [1] * (per_row - 1)) if per_row > 1 else st.columns(2)
     for i in range(start, min(start + per_row, shown)):
         ui.heatmap(
-            alibi.position.bias[i], tok, tok, title=f"head {i + 1}: m = {slope_text(slopes[i])}",
+            alibi_bias[i], tok, tok, title=f"head {i + 1}: m = {slope_text(slopes[i])}",
             key=f"pos:bias:{i}", container=cols[i - start], annotate=per_row <= 2, legend=False,
             max_abs=bias_max, row_labels=i == start,
         )  # fmt: skip
 if shown < h:
     st.caption(f"Heads 1 to {shown} of {h} shown: at {t} words, more would be slow to send.")
 
-last = t - 1
 distances = position.relative_positions(t, t)[last].tolist()  # how far each key lies before the last word
 weights_frame = pd.concat(
     [
-        pd.DataFrame({"x": distances, "y": plain.weights[head, last].numpy(), "series": "no position"}),
+        pd.DataFrame({"x": distances, "y": plain_row.numpy(), "series": "no position"}),
         pd.DataFrame(
             {
                 "x": distances,
-                "y": alibi.weights[head, last].numpy(),
+                "y": alibi_row.numpy(),
                 "series": f"ALiBi, slope {slope_text(slopes[head])}",
             }
         ),  # fmt: skip
@@ -245,8 +281,6 @@ st.header("4. The encodings themselves")
 d_model = result.config.width
 rows = max(t, TABLE_ROWS)
 sinus = position.sinusoidal(rows, d_model)  # (rows, d_model)
-learned = result if kind == "learned" else ui.compute(ui.config_or_stop("Learned", position="learned", **PINNED))
-table = learned.position.table  # (T, d_model)
 top, bottom = st.columns(2), st.columns(2)
 ui.heatmap(sinus, position_labels(rows), ui.dim_labels(d_model), title="Sinusoidal table: position × dimension",
            key="pos:sin", container=top[0], annotate=False)  # fmt: skip

@@ -20,11 +20,11 @@ import gc
 import threading
 import time
 
-from . import charts, exports, heatmaps, lessons, markup, results, state, widgets
+from . import budget, charts, exports, heatmaps, lessons, markup, results, state, widgets
 from .charts import band_chart, bars, chart, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
-from .lessons import SAY, stepper, walkthrough
+from .lessons import SAY, clicker, stepper, walkthrough
 from .markup import dim_labels, explain, labels, plain
 from .results import (
     check_length,
@@ -62,6 +62,7 @@ from .widgets import (
     pick,
     presenter_toggle,
     radio,
+    segmented,
     select,
     set_custom_mask,
     show_url_warnings,
@@ -72,6 +73,7 @@ from .widgets import (
 )
 
 __all__ = [
+    "budget",
     "charts",
     "exports",
     "heatmaps",
@@ -98,6 +100,7 @@ __all__ = [
     "heatmap_payload",
     "largest_abs",
     "SAY",
+    "clicker",
     "stepper",
     "walkthrough",
     "dim_labels",
@@ -135,6 +138,7 @@ __all__ = [
     "pick",
     "presenter_toggle",
     "radio",
+    "segmented",
     "select",
     "set_custom_mask",
     "show_url_warnings",

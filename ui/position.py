@@ -10,11 +10,17 @@ from typing import Any
 
 import streamlit as st
 
-SHUFFLE_KEY = "pos:shuffles"  # how many times "Shuffle again" was pressed in this session (not in the link)
+from .state import PARAMS, get, put
 
 
 def _shuffle_again() -> None:
-    st.session_state[SHUFFLE_KEY] = st.session_state.get(SHUFFLE_KEY, 0) + 1
+    put("shuffle", (int(get("shuffle")) + 1) % (int(PARAMS["shuffle"].hi) + 1))
+
+
+def shuffles() -> int:
+    """How many times "Shuffle again" was pressed (0 at first; the link's `shuffle`): the shuffle's seed, known
+    before the button is drawn (its click is counted before the run starts)."""
+    return int(get("shuffle"))
 
 
 def shuffle_button(container: Any = None, *, disabled: bool = False) -> int:
@@ -22,4 +28,4 @@ def shuffle_button(container: Any = None, *, disabled: bool = False) -> int:
     (container or st).button(
         "Shuffle again", key="pos:shuffle", on_click=_shuffle_again, disabled=disabled, icon=":material/shuffle:"
     )
-    return int(st.session_state.get(SHUFFLE_KEY, 0))
+    return shuffles()

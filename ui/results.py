@@ -7,16 +7,16 @@ that cannot be computed and stop the page. No drawing, no math: `attention.compu
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import streamlit as st
 
 from attention import Config, Result, experiments
 from attention import compute as _compute_uncached
+from attention.budget import result_bytes
 from attention.config import SETTINGS, tokenize
-from attention.weights import projection_numbers
 
+from . import budget
 from .state import MAX_CHARS, PARAMS, SPLIT_DERIVED, finish, get
 from .widgets import custom_mask
 
@@ -62,23 +62,11 @@ def config_from_state(**overrides: Any) -> Config:
 # The caches are shared by every session of the server, so they are bounded in bytes, not only in
 # entries. Community Cloud gives the whole app 690 MB; the server holds ~385 MB once torch, pandas and
 # Streamlit are imported. So: 64 results of up to 512 KiB (the common sizes: up to ~150 tokens at one head),
-# 32 MiB at most, and one larger result (up to ~135 MiB at 512 tokens, 16 heads, d = 256), dropped before the
-# next large one is computed, so that two are never held by the cache at once (benchmarks/soak.py).
+# 32 MiB at most, and one larger result (up to ~150 MB at 512 tokens, 16 heads, d = 256). Every larger result
+# is admitted against the server's one memory budget (ui/budget.py) before it is computed, and holds its bytes
+# of it for as long as anything (the cache, a page's run) holds the Result: so what all the visitors' runs
+# hold at once is bounded, not only what the cache keeps.
 SMALL_RESULT_BYTES = 512 << 10
-# Large results are computed one at a time (~0.3 s each at the largest), so that two sessions asking for two
-# different large results at once do not hold three of them.
-_LARGE_LOCK = threading.Lock()
-
-
-def result_bytes(config: Config) -> int:
-    """About how many bytes a Result of this config holds (float32; the (h, T_q, T_k) matrices dominate)."""
-    t_q, t_k = len(config.tokens), len(config.key_tokens)
-    d_k, d_v = config.head_dims
-    h, d = config.heads, config.width
-    scores = 5 * h * t_q * t_k  # omega, scaled, masked, weights, dropped weights
-    vectors = h * (t_q * d_k + t_k * (d_k + d_v) + 2 * t_q * d_v) + (t_q + t_k) * d  # q, k, v, context, concat, x
-    params = projection_numbers(config) + t_q * d
-    return 4 * (scores + vectors + params) + t_q * t_k
 
 
 @st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
@@ -88,17 +76,16 @@ def _cached(_config: Config, key: str) -> Result:
 
 @st.cache_resource(max_entries=1, ttl=600, show_spinner=False)
 def _cached_large(_config: Config, key: str) -> Result:
-    with _LARGE_LOCK:
-        # Runs only on a miss: the cache would evict its one entry only after storing this one, so that for
-        # a moment it would hold two of up to 135 MiB; it lets go of the old one first instead.
-        _cached_large.clear()
-        return _compute_uncached(_config)
+    return _compute_uncached(_config)
 
 
 def compute(config: Config) -> Result:
-    """compute(), cached on the config: at most 64 small results for an hour and 1 large one for ten minutes."""
-    cache = _cached if result_bytes(config) <= SMALL_RESULT_BYTES else _cached_large
-    return cache(config, repr(config))
+    """compute(), cached on the config: at most 64 small results for an hour and 1 large one for ten minutes; a
+    large one is admitted against the server's budget first (`budget.Refused`, a ValueError, when it cannot be).
+    """
+    if result_bytes(config) <= SMALL_RESULT_BYTES:
+        return _cached(config, repr(config))
+    return budget.compute(config, _cached_large, _cached_large.clear)
 
 
 def tokens_or_stop(name: str = "sentence") -> tuple[str, ...]:

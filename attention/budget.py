@@ -1,0 +1,114 @@
+"""What a computation will hold in memory, known from its Config before anything is computed.
+
+A Result keeps every intermediate, so its size follows from the shapes alone (float32, 4 bytes a number):
+
+    score matrices   omega, scaled, masked, weights, dropped weights, ALiBi's bias    h x T_q x T_k each
+    vectors          queries, keys, values (twice with RoPE), context, concat         h x T x d_k or d_v each
+    inputs, weights  x, W_query, W_key, W_value (W_out), the position table           d_model x ...
+
+Tensors that are the same object in the Result (scaled is omega when nothing divides it, masked is scaled when
+the mask blocks nothing, the dropped weights are the weights without dropout) are counted once, as their
+storage is. `result_bytes` is an upper bound of the storages a Result holds (tests/test_budget.py measures
+them), and `compute_bytes` adds the largest temporary `compute` makes on the way (dropout's random draws,
+RoPE's turned copies): the most the process gains while computing it.
+
+What a page keeps of a Result (one head's matrices, a row) is `keep`: copies, so that the Result itself can be
+let go of before the next one is computed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .config import Config
+
+FLOAT = 4  # bytes of a float32
+OVERHEAD = 16 << 10  # the Result's Python objects and the small tensors (slopes, positions): well under this
+
+
+def _scaled_is_omega(config: Config) -> bool:
+    """compute() returns omega itself as the scaled scores when nothing divides or shifts them."""
+    from .core import scale_factor  # core imports this module's neighbours; a late import keeps the layers simple
+
+    return scale_factor(config) == 1.0 and config.position != "alibi" and config.score_bias is None
+
+
+def score_matrices(config: Config) -> int:
+    """How many distinct (h, T_q, T_k) float matrices a Result of this config holds (2 to 6)."""
+    count = 2  # omega and the softmax weights
+    count += not _scaled_is_omega(config)
+    count += config.mask != "none" or config.score_bias is not None  # masked: a copy unless nothing is blocked
+    count += config.dropout > 0  # dropped weights: a copy
+    count += config.position == "alibi"  # the bias
+    return count
+
+
+def result_bytes(config: Config) -> int:
+    """Bytes of the tensors a Result of this config holds: an upper bound, within a few percent of the truth."""
+    t_q, t_k = len(config.tokens), len(config.key_tokens)
+    d_k, d_v = config.head_dims
+    h, d, d_kv = config.heads, config.width, config.key_width
+    rope = config.position == "rope"
+    numbers = score_matrices(config) * h * t_q * t_k
+    numbers += h * (t_q * d_k + t_k * (d_k + d_v))  # queries, keys, values
+    numbers += h * (t_q + t_k) * d_k if rope else 0  # the queries and keys before RoPE turned them
+    numbers += h * t_q * d_v * 2  # context, and the heads side by side (concat)
+    numbers += t_q * config.out_width if config.out_proj else 0  # output (= concat without a projection)
+    numbers += t_q * d + (t_k * d_kv if config.is_cross else 0)  # the inputs (+ the position table)
+    numbers += max(t_q, t_k) * d if config.position in ("sinusoidal", "learned") else 0  # the table itself
+    numbers += max(t_q, t_k) * d_k // 2 if rope else 0  # RoPE's angles
+    numbers += d * h * d_k + d_kv * h * (d_k + d_v)  # W_query, and W_key, W_value as each query head reads them
+    numbers += h * d_v * config.out_width + config.out_width if config.out_proj else 0
+    numbers += 3 * h * max(d_k, d_v) if config.bias else 0
+    masks = 2 * t_q * t_k + t_q  # the mask and a mask combined with a score bias (bool), the empty rows
+    return FLOAT * numbers + masks + 8 * (t_q + t_k) + OVERHEAD
+
+
+def compute_bytes(config: Config) -> int:
+    """The most `compute` holds at once: the Result, and its largest temporary (dropout's uniform draws and keep
+    mask, a softmax redone for rows with every key blocked, or RoPE's turned copies of the queries and keys)."""
+    t_q, t_k = len(config.tokens), len(config.key_tokens)
+    d_k, _ = config.head_dims
+    cells = config.heads * t_q * t_k
+    scores = FLOAT * cells + (cells if config.dropout > 0 else 0)  # one matrix (+ dropout's bool keep mask)
+    rope = 3 * FLOAT * config.heads * max(t_q, t_k) * d_k if config.position == "rope" else 0
+    return result_bytes(config) + max(scores, rope)
+
+
+def keep(value: Any) -> Any:
+    """A copy of what a page keeps of a Result (tensors, and tuples, lists and dicts of them; anything else as
+    it is), owning its own memory: a slice such as `result.weights[0, -1]` is a view that would otherwise keep
+    the whole (h, T_q, T_k) matrix alive."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
+        return type(value)(*(keep(v) for v in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(keep(v) for v in value)
+    if isinstance(value, dict):
+        return {k: keep(v) for k, v in value.items()}
+    return value
+
+
+def held_bytes(value: Any) -> int:
+    """Bytes of the distinct tensor storages in a value (a Result, or what `keep` returned): what it holds."""
+    storages: dict[int, int] = {}
+
+    def walk(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            s = v.untyped_storage()
+            storages[s.data_ptr()] = s.nbytes()
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif hasattr(v, "__dataclass_fields__"):
+            for name in v.__dataclass_fields__:
+                walk(getattr(v, name))
+
+    walk(value)
+    return sum(storages.values())

@@ -1,0 +1,223 @@
+"""One memory budget for the whole server: every large computation is admitted against it before it starts.
+
+What belongs here: the server-wide byte budget (`SERVER`), admitting a large Result against it (`compute`, which
+`ui.results.compute` calls for every result over the small cache's bound), and `kept`, for a page that needs
+several results: each is computed, what the page draws is copied out, and the Result is let go of before the
+next. Sizes come from `attention.budget`, from the Config alone, before anything is computed.
+
+Every visitor shares one process (Community Cloud gives the whole app 690 MB), so what the visitors' runs hold
+at once is bounded here, not per session. A large Result holds its bytes of the budget from the moment it is
+admitted until the Result itself is gone (a `weakref.finalize`): while a page draws it, while the cache keeps
+it, while another session still holds one that the cache let go of. A run that does not fit waits, with a
+spinner saying for what ("waiting for 141 MB of the server's memory: another visitor's large run is using
+it"), in the order the runs asked, and is told to try again or a smaller size after `WAIT_S`. One Result per
+config is alive at a time: a session asking for a config another session's run still holds gets that one.
+
+The budget (`BUDGET_MB`, or $ATTENTION_LAB_BUDGET_MB) is what the measurements left (README, "Memory"): the
+server idles at 250-550 MB, and every page's heaviest link computes at most one Result of up to ~175 MB at a
+time, so one such run is admitted at once and a second waits for it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from attention import Config, Result
+from attention import budget as sizes
+
+MB = 1_000_000
+BUDGET_MB = 200  # the whole server's large results, computed and held, together (README, "Memory")
+WAIT_S = 30.0  # a run that has not been admitted after this long is told to try again
+POLL_S = 0.25  # how often a waiting run looks whether the Result it waits for was made by another session
+
+T = TypeVar("T")
+
+
+class ByteBudget:
+    """A counting semaphore of bytes, first come first served: `acquire(n)` waits until n bytes are free and every
+    earlier request has been served (so a large request is not passed over for ever by small ones)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self.peak = 0  # the most ever taken at once (benchmarks and tests reset it)
+        self._cond = threading.Condition(threading.RLock())  # reentrant: a finalizer may release inside acquire
+        self._queue: deque[object] = deque()
+
+    def fits(self, n: int) -> bool:
+        return n <= self.capacity
+
+    def try_acquire(self, n: int) -> bool:
+        with self._cond:
+            if self._queue or self.used + n > self.capacity:
+                return False
+            self._take(n)
+            return True
+
+    def _take(self, n: int) -> None:
+        self.used += n
+        self.peak = max(self.peak, self.used)
+
+    def acquire(
+        self,
+        n: int,
+        timeout: float,
+        *,
+        evict: Callable[[], None] | None = None,
+        give_up: Callable[[], bool] | None = None,
+    ) -> bool:
+        """Take n bytes; False after `timeout` seconds, or as soon as give_up() says so (checked every POLL_S).
+
+        evict: called (once, outside the lock) when this request is first in line and does not fit, to let go of
+        what is only cached. ValueError for a request larger than the whole budget: it could never be served.
+        """
+        if n > self.capacity:
+            raise ValueError(f"{n / MB:.0f} MB is more than the server's whole budget of {self.capacity / MB:.0f} MB")
+        me = object()
+        deadline = time.monotonic() + timeout
+        evicted = evict is None
+        with self._cond:
+            self._queue.append(me)
+        try:
+            while True:
+                with self._cond:
+                    first = self._queue[0] is me
+                    if first and self.used + n <= self.capacity:
+                        self._take(n)
+                        return True
+                    if not (first and not evicted):
+                        left = deadline - time.monotonic()
+                        if left <= 0 or (give_up is not None and give_up()):
+                            return False
+                        self._cond.wait(min(left, POLL_S))
+                        continue
+                evicted = True
+                evict()  # outside the lock: it may drop a Result, whose finalizer releases into this budget
+        finally:
+            with self._cond:
+                self._queue.remove(me)
+                self._cond.notify_all()
+
+    def release(self, n: int) -> None:
+        with self._cond:
+            self.used -= n
+            self._cond.notify_all()
+
+    def hold(self, obj: Any, n: int) -> None:
+        """Keep n acquired bytes until obj is garbage: released by a finalizer when it goes."""
+        weakref.finalize(obj, self.release, n)
+
+
+SERVER = ByteBudget(int(float(os.environ.get("ATTENTION_LAB_BUDGET_MB", BUDGET_MB)) * MB))
+# Every large Result alive in the process, by config: a second session asking for one gets the same object.
+_LIVE: weakref.WeakValueDictionary[str, Result] = weakref.WeakValueDictionary()
+_LIVE_LOCK = threading.Lock()
+
+
+class Refused(ValueError):
+    """A run the budget cannot admit: too large for it, or not admitted within WAIT_S. Its message says which (a
+    ValueError, so that the pages' `*_or_stop` helpers explain it and stop the page)."""
+
+
+def _in_script() -> bool:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return get_script_run_ctx(suppress_warning=True) is not None
+
+
+def admit(nbytes: int, *, evict: Callable[[], None] | None = None, give_up: Callable[[], bool] | None = None,
+          budget: ByteBudget | None = None, wait_s: float | None = None) -> bool:  # fmt: skip
+    """Take nbytes of the server's budget, waiting (with a spinner saying why, in a page's run) while other runs
+    hold it. True once taken; False when give_up() became true while waiting. Refused when it cannot be."""
+    budget = budget or SERVER
+    wait_s = WAIT_S if wait_s is None else wait_s
+    if not budget.fits(nbytes):
+        raise Refused(
+            f"this setting needs {nbytes / MB:.0f} MB at once, more than the {budget.capacity / MB:.0f} MB this "
+            "server gives all its visitors' large runs together: use fewer tokens, heads or a smaller d_k/d_v"
+        )
+    if budget.try_acquire(nbytes):
+        return True
+    waiting = (
+        f"Waiting for {nbytes / MB:.0f} MB of the server's memory: another visitor's large run is using it "
+        f"({budget.used / MB:.0f} of {budget.capacity / MB:.0f} MB taken)…"
+    )
+    if _in_script():
+        with st.spinner(waiting, show_time=True):
+            got = budget.acquire(nbytes, wait_s, evict=evict, give_up=give_up)
+    else:  # a download being made, or a test: no page to write on
+        got = budget.acquire(nbytes, wait_s, evict=evict, give_up=give_up)
+    if got or (give_up is not None and give_up()):
+        return got
+    raise Refused(
+        f"the server's memory is taken by other visitors' large runs ({budget.used / MB:.0f} of "
+        f"{budget.capacity / MB:.0f} MB) and this run waited {wait_s:.0f} s: try again in a moment, or a smaller "
+        "size (fewer tokens, heads or a smaller d_k/d_v)"
+    )
+
+
+def compute(config: Config, cached: Callable[[Config, str], Result], evict: Callable[[], None]) -> Result:
+    """A large Result, admitted against the server's budget before it is computed.
+
+    cached(config, key) computes it (through a cache); evict() lets go of what the cache holds, called when the
+    budget is short. A Result another run still holds is shared, not computed again. Raises Refused.
+    """
+    key = repr(config)
+    live = _LIVE.get(key)
+    if live is not None:
+        return live
+    need = sizes.compute_bytes(config)
+    if not admit(need, evict=evict, give_up=lambda: key in _LIVE):
+        return _LIVE[key]  # made by another session while this one waited
+    try:
+        result = cached(config, key)
+    except BaseException:
+        SERVER.release(need)
+        raise
+    with _LIVE_LOCK:
+        if _LIVE.get(key) is result:  # the cache already held it: its bytes are counted already
+            SERVER.release(need)
+        else:
+            # the temporaries are gone once compute returned: hold the Result's own bytes from now on
+            SERVER.release(need - sizes.result_bytes(config))
+            SERVER.hold(result, sizes.result_bytes(config))
+            _LIVE[key] = result
+    return result
+
+
+def kept(config: Config, pick: Callable[[Result], T]) -> T:
+    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.budget.keep`),
+    with the Result let go of before this returns: a page that needs several results holds one at a time and
+    keeps only what it draws. Raises Refused (a ValueError) as `compute` does."""
+    from .results import compute as result_of  # ui.results imports this module
+
+    result = result_of(config)
+    picked = sizes.keep(pick(result))
+    del result
+    return picked
+
+
+def kept_or_stop(what: str, config: Config, pick: Callable[[Result], T]) -> T:
+    """`kept`, with a run the budget refuses explained (naming `what`) and the page stopped, as the `*_or_stop`
+    helpers of ui/results.py do."""
+    from .state import finish
+
+    try:
+        return kept(config, pick)
+    except ValueError as exc:
+        st.error(f"{what} cannot be computed: {exc}")
+        finish()
+        st.stop()
+
+
+def used_mb() -> float:
+    """The server's budget in use now, in MB (for benchmarks and tests)."""
+    return SERVER.used / MB
