@@ -29,7 +29,8 @@ TEMPERATURE_RANGE = (1e-3, 1e3)
 
 EMBEDDING_INITS = ("embedding", "rand", "randn")
 HEAD_LAYOUTS = ("independent", "split")
-INITS = ("rand", "rand-transposed", "linear", "identity", "given")
+INITS = ("rand", "rand-transposed", "linear", "identity", "normal", "given")
+DRAWS = ("tutorial", "stable")
 SCALES = ("sqrt", "none", "temperature")
 MASKS = ("none", "causal", "padding", "window", "custom")
 CAUSAL_ALIGNS = ("top-left", "bottom-right")
@@ -184,8 +185,18 @@ class Config:
     # projections
     init: str = setting(
         "rand-transposed", "choice", "Weight init", "How W_query, W_key, W_value are drawn: torch.rand "
-        "(Self-Attention from Scratch), nn.Linear's default, or identity; given: your own matrices.",
-        choices=INITS, dashboard=("rand-transposed", "rand", "linear", "identity"),
+        "(Self-Attention from Scratch), nn.Linear's default, identity, or normal: N(0, sigma^2) with sigma fitted "
+        "to the inputs so that the scaled scores q.k/sqrt(d_k) have unit variance (the dashboard's default: "
+        "torch.rand's all-positive weights make nearly one-hot rows); given: your own matrices.",
+        choices=INITS, dashboard=("normal", "rand-transposed", "rand", "linear", "identity"),
+        dashboard_default="normal",
+    )
+    draws: str = setting(
+        "tutorial", "choice", "Order of the random draws", "tutorial: one generator, every head of W_query, then "
+        "W_key, W_value, W_out, as the tutorials draw them (their printed numbers), so a change of heads or d_k "
+        "redraws the later matrices; stable: each column of each head's matrix from a generator of its own, so "
+        "adding heads adds heads and a wider d_k adds columns (the dashboard's default; always for normal).",
+        choices=DRAWS, dashboard=True, dashboard_default="stable",
     )
     w_query: Matrix | None = setting(
         None, "matrix", "W_query", "Given (d_model, heads*d_k) query weights, used as x @ W.",

@@ -22,7 +22,7 @@ import torch
 
 from . import masks, position
 from .config import Config
-from .weights import embed_keys, embed_queries, seeded_projections
+from .weights import embed_keys, embed_queries, fit_to_inputs, seeded_projections
 
 
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -193,6 +193,7 @@ def compute(config: Config) -> Result:
         shifted = x_q + where.table[where.query_positions]  # (T_q, d_model)
         x_kv = x_kv + where.table[where.key_positions] if config.is_cross else shifted  # (T_k, d_model)
         x_q = shifted
+    p = fit_to_inputs(config, p, x_q, x_kv)  # the "normal" init: scaled scores of unit variance on these inputs
 
     hk = config.key_value_heads
     queries = project(x_q, p.w_query, p.b_query, h)  # (h, T_q, d_k)

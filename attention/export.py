@@ -20,6 +20,7 @@ import torch
 from . import masks, position
 from .config import Config
 from .core import Result
+from .weights import stable
 
 # A spreadsheet evaluates a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -290,9 +291,12 @@ class _Script:
         self.d_o = "d_out" if self.split else "d_model"  # width of the output projection
         self.lines: list[str] = []
         self.steps = 0
-        self.needs_math = c.scale == "sqrt" or c.init == "linear"
-        draws = c.init in ("rand", "rand-transposed", "linear") or c.dropout > 0 or c.position == "learned"
-        self.reseeds = draws or self._key_inputs_drawn()
+        self.needs_math = c.scale == "sqrt" or c.init == "linear" or (c.init == "normal" and c.out_proj)
+        # stable draws: every column of the weights from a generator of its own, and what comes after from another
+        self.stable = stable(c)
+        drawn_after = c.dropout > 0 or c.position == "learned" or self._key_inputs_drawn()
+        draws = c.init in ("rand", "rand-transposed", "linear") or drawn_after
+        self.reseeds = drawn_after if self.stable else draws
         t_q, t_k = len(c.tokens), len(c.key_tokens)
         self.positions = max(t_q, t_k)  # the positions a table or RoPE's angles cover (queries from 0)
         self.mask_tensor = self._mask()  # (T_q, T_k), built once: a custom one can be 512 x 512
@@ -322,8 +326,12 @@ class _Script:
     def header(self) -> None:
         c = self.c
         self.emit('"""Attention, step by step in plain PyTorch: reproduces attention.compute() for one config."""', "")
-        self.emit("import json", *(["import math"] if self.needs_math else []), "", "import torch", "")
-        if c.init == "linear":
+        imports = ["import hashlib"] * (self.stable and (c.init not in ("identity", "given") or self.reseeds))
+        self.emit(*imports, "import json", *(["import math"] if self.needs_math else []), "", "import torch", "")
+        if self.stable and c.init not in ("identity", "given"):
+            self.emit("")
+            self.column_def()
+        elif c.init == "linear":
             self.emit("")
             self.linear_def()
         self.emit(f"seed = {c.seed}")
@@ -347,6 +355,58 @@ class _Script:
         if c.key_width != c.width:
             self.emit(f"d_kv = {c.key_width}  # the key/value inputs' width (kdim = vdim)")
         self.emit("")
+
+    def column_def(self) -> None:
+        """`column(...)` and `stable(...)`: stable draws, one generator a column, seeded from (seed, matrix, head,
+        column), so that adding heads keeps the first heads' weights and a wider d_k keeps the first columns."""
+        c = self.c
+        with_bias = c.init != "normal" and (c.bias or (c.out_proj and c.out_bias))
+        draw = {
+            "normal": "torch.randn(d_in, generator=g)  # N(0, 1), scaled to the inputs below",
+            "linear": "torch.empty(n).uniform_(-1 / math.sqrt(d_in), 1 / math.sqrt(d_in), generator=g)"
+            "  # nn.Linear's U(-1/sqrt(d_in), 1/sqrt(d_in))",
+        }.get(c.init, "torch.rand(n, generator=g)")
+        self.emit(
+            "def column(matrix, head, j, d_in" + (", bias=False" if with_bias else "") + "):",
+            '    """Column j of one head\'s matrix, from a generator of its own'
+            + (" (then its bias)" * with_bias)
+            + '."""',
+            '    digest = hashlib.sha256(f"{seed}/{matrix}/{head}/{j}".encode()).digest()',
+            '    g = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))',
+            *(["    n = d_in + bias"] if with_bias else ["    n = d_in"] * (c.init != "normal")),
+            f"    return {draw}",
+            "",
+            "",
+            "def stable(matrix, heads, d_in, d" + (", bias=False" if with_bias else "") + "):",
+            '    """(heads, d_in, d): head i\'s columns whatever the number of heads'
+            + (" (with a bias: d_in + 1 rows, the last the bias)" * with_bias)
+            + '."""',
+            "    return torch.stack([torch.stack([column(matrix, i, j, d_in"
+            + (", bias" if with_bias else "")
+            + ") for j in range(d)], dim=1) for i in range(heads)])",
+            "",
+            "",
+        )
+
+    def stable_weights(self) -> None:
+        c = self.c
+        bias = c.bias and c.init != "normal"
+        for p in self.projections:
+            drawn = f'stable("{p.name[2:].lower()}", {p.heads}, {p.d_in}, {p.d}' + (", bias=True)" if bias else ")")
+            if self.split:
+                w = self._width(p)
+                rows = f"{p.d_in} + 1" if bias else p.d_in
+                self.emit(f"{p.name} = {drawn}.permute(1, 0, 2).reshape({rows}, {w})  # heads side by side")
+                if bias:
+                    self.emit(f"{p.name}, {p.bias} = {p.name}[:-1], {p.name}[-1]  # ({p.d_in}, {w}), ({w},)")
+            elif bias:
+                self.emit(
+                    f"{p.name} = {drawn}",
+                    f"{p.name}, {p.bias} = {p.name}[:, :-1], {p.name}[:, -1:]"
+                    f"  # ({p.heads}, {p.d_in}, {p.d}), ({p.heads}, 1, {p.d})",
+                )
+            else:
+                self.emit(f"{p.name} = {drawn}  # ({p.heads}, {p.d_in}, {p.d})")
 
     def linear_def(self) -> None:
         """`linear(d_in, d_out)`: nn.Linear's default init drawn from g, with a bias argument only if needed."""
@@ -405,9 +465,11 @@ class _Script:
     def weights(self) -> None:
         c = self.c
         self.section("projections W_query, W_key, W_value, used as x @ W")
-        if self.reseeds:
+        if self.reseeds and not self.stable:
             self.emit(self._generator("reseeded before the weights, as the tutorials do"))
-        if c.init == "given":
+        if self.stable and c.init not in ("identity", "given"):
+            self.stable_weights()
+        elif c.init == "given":
             for p in self.projections:
                 self.emit(self._given(p))
                 if c.bias and p.given_bias is not None:
@@ -432,6 +494,12 @@ class _Script:
             self.rand_weights()
         if c.out_proj:
             self.out_weights()
+        if self.stable and self.reseeds:
+            self.emit(
+                'digest = hashlib.sha256(f"{seed}/rest/0/0".encode()).digest()',
+                'g = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))'
+                "  # what is drawn after the weights",
+            )
         self.emit("")
 
     def rand_weights(self) -> None:
@@ -492,6 +560,18 @@ class _Script:
     def out_weights(self) -> None:
         c = self.c
         d_o = self.d_o
+        if self.stable and c.init not in ("identity", "given"):
+            bias = c.out_bias and c.init != "normal"
+            scale = " / math.sqrt(h * d_v)" if c.init == "normal" else ""
+            self.emit(
+                f'W_out = stable("out", 1, h * d_v, {d_o}'
+                + (", bias=True)[0]" if bias else ")[0]")
+                + scale
+                + f"  # (h * d_v{' + 1' * bias}, {d_o})"
+            )
+            if bias:
+                self.emit("W_out, b_out = W_out[:-1], W_out[-1]  # the last row is the bias")
+            return
         if c.init == "given":
             self.emit(f"W_out = torch.tensor({_literal(c.w_out)})  # (h * d_v, {d_o})")
         elif c.init == "identity":
@@ -560,6 +640,12 @@ class _Script:
     def attention(self) -> None:
         c = self.c
         self.section("queries, keys, values: one set per head")
+        if c.init == "normal":
+            self.emit(
+                "m = float(x.double().pow(2).sum(-1).mean() * x_kv.double().pow(2).sum(-1).mean())",
+                "sigma = m**-0.25 if m > 0 else 1.0  # then q . k / sqrt(d_k) has variance about 1 on these inputs",
+                "W_query, W_key, W_value = W_query * sigma, W_key * sigma, W_value * sigma",
+            )
         for p in self.projections:
             bias = f" + {p.bias}" if self._has_bias(p) else ""
             if self.split:

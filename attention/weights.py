@@ -1,8 +1,8 @@
-"""Inputs and projection matrices, drawn from a private generator in the tutorials' order.
+"""Inputs and projection matrices, drawn from private generators, in the tutorials' order or a column at a time.
 
 Randomness never touches torch's global RNG: each draw takes a `torch.Generator`
 seeded from the config, which gives exactly the numbers `torch.manual_seed(seed)`
-gave in the tutorials. The order of draws follows them:
+gave in the tutorials. With `draws="tutorial"` the order of draws follows them:
 
 1. the query inputs (and the shared nn.Embedding table), from a generator seeded with `seed`;
 2. the projections, from a fresh generator seeded with `seed` again (the tutorials
@@ -10,12 +10,25 @@ gave in the tutorials. The order of draws follows them:
 3. random key/value inputs of a cross-attention (Raschka's cross-attention cell draws
    them after its weights), then dropout, from that same second generator.
 
+In that order every head of W_query comes before the first number of W_key, so a change of heads or d_k
+redraws every later matrix: head 1 of a 4-head run is not head 1 of a 1-head run. With `draws="stable"` (the
+dashboard's default; always for the "normal" init) every column of every head's matrix has a generator of its
+own, seeded from (seed, matrix, head, column) by `column_seed`, and step 3 draws from a generator of its own
+too: adding heads adds heads, and widening d_k or d_v adds columns, whatever the init.
+
+The "normal" init draws W ~ N(0, 1) and `fit_to_inputs` scales W_query, W_key, W_value by `input_scale` of the
+inputs they multiply: for inputs x, y and W ~ N(0, sigma^2), q_i = x . W_i has variance sigma^2 |x|^2, so
+q . k / sqrt(d_k) (d_k products of independent q_i, k_i) has variance sigma^4 |x|^2 |y|^2 (d_model s2 sigma^2
+squared, for a per-coordinate second moment s2); sigma = (mean |x|^2 . mean |y|^2)^(-1/4) makes it 1, the
+regime the sqrt(d_k) page explains (tests/test_default_entropy.py measures it).
+
 Every matrix is returned as used, `x @ W`: W is (d_in, d_out) whatever the init.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from typing import NamedTuple
 
@@ -39,6 +52,67 @@ class Projections(NamedTuple):
 
 def generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
+
+
+def column_seed(seed: int, matrix: str, head: int, column: int) -> int:
+    """The seed of one column's own generator (stable draws): the first 8 bytes, little-endian, of
+    sha256("seed/matrix/head/column"); matrix is query, key, value, out, or rest (the draws after the weights)."""
+    digest = hashlib.sha256(f"{seed}/{matrix}/{head}/{column}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def stable(config: Config) -> bool:
+    """Whether the weights are drawn a column at a time (see the module docstring): draws="stable", or init
+    "normal", which has no tutorial order to keep."""
+    return config.draws == "stable" or config.init == "normal"
+
+
+def _column(init: str, g: torch.Generator, d_in: int, bias: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One column of W (d_in,) and its bias number, from the column's own generator: torch.rand for the rand
+    inits, nn.Linear's U(+-1/sqrt(d_in)) for linear, N(0, 1) for normal (whose bias is zero)."""
+    n = d_in + (bias and init != "normal")
+    if init == "normal":
+        v = torch.randn(n, generator=g)
+    elif init == "linear":
+        bound = 1 / math.sqrt(d_in)
+        v = torch.empty(n).uniform_(-bound, bound, generator=g)
+    else:
+        v = torch.rand(n, generator=g)
+    b = (torch.zeros(()) if init == "normal" else v[d_in]) if bias else None
+    return v[:d_in], b
+
+
+def _stable(
+    init: str, seed: int, matrix: str, heads: int, d_in: int, d_out: int, bias: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(d_in, heads*d_out) weights, heads side by side, each column from generator(column_seed(...)), and the
+    (heads*d_out,) bias: column j of head i is the same whatever heads and d_out are."""
+    cols = [
+        _column(init, generator(column_seed(seed, matrix, i, j)), d_in, bias)
+        for i in range(heads)
+        for j in range(d_out)
+    ]
+    w = torch.stack([c[0] for c in cols], dim=1)  # (d_in, heads*d_out)
+    b = torch.stack([c[1] for c in cols]) if bias else None  # (heads*d_out,)
+    return w, b
+
+
+def input_scale(x_q: torch.Tensor, x_kv: torch.Tensor) -> float:
+    """sigma = (mean_t |x_t|^2 . mean_t |y_t|^2)^(-1/4): with W ~ N(0, sigma^2), q . k / sqrt(d_k) has variance 1.
+
+    In float64, so that a permutation of the tokens gives the same sigma; 1 when an input is all zeros.
+    """
+    m = float(x_q.double().pow(2).sum(-1).mean() * x_kv.double().pow(2).sum(-1).mean())
+    return m**-0.25 if 0 < m < math.inf else 1.0
+
+
+def fit_to_inputs(config: Config, p: Projections, x_q: torch.Tensor, x_kv: torch.Tensor) -> Projections:
+    """The "normal" init's W_query, W_key, W_value times `input_scale` of the inputs they multiply (after any
+    position table is added); every other init's projections unchanged."""
+    if config.init != "normal":
+        return p
+    sigma = input_scale(x_q, x_kv)
+    return p._replace(w_query=p.w_query * sigma, w_key=p.w_key * sigma, w_value=p.w_value * sigma)
 
 
 def vocabulary(config: Config) -> tuple[str, ...]:
@@ -140,6 +214,20 @@ def projections(config: Config, g: torch.Generator) -> Projections:
     sizes = (d_k, d_k, d_v)
     heads_of = (h, hk, hk)  # query heads, key heads, value heads
     d_in = (d, config.key_width, config.key_width)  # keys and values may come from a wider or narrower input
+    if stable(config) and init != "identity":  # both layouts: head i's columns, one generator a column
+        names = ("query", "key", "value")
+        qkv = [
+            _stable(init, config.seed, m, n, r, w, bias)
+            for m, n, r, w in zip(names, heads_of, d_in, sizes, strict=True)
+        ]
+        w_out = b_out = None
+        if config.out_proj:
+            d_cat = h * d_v
+            w_out, b_out = _stable(init, config.seed, "out", 1, d_cat, config.out_width, config.out_bias)
+            if init == "normal":
+                w_out = w_out / math.sqrt(d_cat)  # LeCun's normal: unit-variance heads give unit-variance outputs
+        (wq, bq), (wk, bk), (wv, bv) = qkv
+        return Projections(wq, wk, wv, bq, bk, bv, w_out, b_out)
     # the split layout draws one d_model x (heads * d_k) matrix per projection (narrower for fewer K/V heads) and
     # cuts its product into heads
     heads, widths = (
@@ -185,7 +273,7 @@ def _drawing_config(config: Config) -> Config:
     return Config(
         sentence="x", cross_embeddings=keys, d_model=config.width, d_k=config.d_k, d_v=config.d_v, d_out=config.d_out,
         heads=config.heads, kv_heads=config.kv_heads, head_layout=config.head_layout, init=config.init,
-        bias=config.bias, out_proj=config.out_proj, out_bias=config.out_bias, seed=config.seed,
+        draws=config.draws, bias=config.bias, out_proj=config.out_proj, out_bias=config.out_bias, seed=config.seed,
     )  # fmt: skip
 
 
@@ -200,10 +288,17 @@ def projection_numbers(config: Config) -> int:
     return qkv + (config.heads * d_v * config.out_width if config.out_proj else 0)
 
 
+def after_stable(config: Config) -> torch.Generator:
+    """Stable draws: the generator of what is drawn after the weights (key/value inputs, a learned position
+    table, dropout), seeded from (seed, "rest"), so that it never repeats the inputs' numbers."""
+    return generator(column_seed(config.seed, "rest", 0, 0))
+
+
 @functools.lru_cache(maxsize=8)
 def _drawn(key: Config) -> tuple[Projections, torch.Tensor]:
     g = generator(key.seed)
-    return projections(key, g), g.get_state()
+    p = projections(key, g)
+    return p, (after_stable(key) if stable(key) else g).get_state()
 
 
 def seeded_projections(config: Config) -> tuple[Projections, torch.Generator]:
@@ -215,7 +310,7 @@ def seeded_projections(config: Config) -> tuple[Projections, torch.Generator]:
     """
     if config.init in ("given", "identity") or projection_numbers(config) > CACHED_PROJECTION_NUMBERS:
         g = generator(config.seed)  # large draws are not cached: there the attention itself dominates
-        return projections(config, g), g
+        return projections(config, g), (after_stable(config) if stable(config) else g)
     p, state = _drawn(_drawing_config(config))
     g = torch.Generator()
     g.set_state(state)
