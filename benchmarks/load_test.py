@@ -560,7 +560,7 @@ def start_target(args: argparse.Namespace) -> Target:
         recipe = live_server.start_recipe(processes, Path(args.log).with_suffix(".deploy"))
         names = {urllib.parse.urlsplit(base).port: f"s{i}" for i, base in enumerate(recipe.replicas, 1)}
         named = {}
-        for child in psutil.Process(recipe.proc.pid).children():
+        for child in psutil.Process(recipe.proc.pid).children(recursive=True):  # supervisord's children
             cmd = child.cmdline()
             if "--server.port" in cmd:
                 named[names[int(cmd[cmd.index("--server.port") + 1])]] = child.pid

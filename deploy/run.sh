@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# A room of learners: several Streamlit processes behind HAProxy with sticky sessions, one command.
+# A room of learners on one machine: several Streamlit replicas behind HAProxy with sticky sessions, kept
+# running by supervisord (Debian's `supervisor` package). One command:
 #
 #   bash deploy/run.sh [processes]        (default: one per core; Ctrl-C stops them all)
 #
-# Starts `streamlit run dashboard.py` on 127.0.0.1:LAB_FIRST_PORT, LAB_FIRST_PORT+1, ... (8511, 8512, ...),
-# waits until each answers /_stcore/health, then HAProxy (deploy/haproxy.cfg) on LAB_ADDRESS:LAB_PORT
-# (0.0.0.0:8501: every interface, as `streamlit run` itself listens, so learners on the room's network can
-# open it). When any of them exits, or on Ctrl-C or SIGTERM, it stops the others.
+# Writes HAProxy's server lines for the replicas and runs supervisord (deploy/supervisord.conf) in the
+# foreground. supervisord starts `streamlit run dashboard.py` on 127.0.0.1:LAB_FIRST_PORT, LAB_FIRST_PORT+1, ...
+# (8511, 8512, ...; deploy/replica.sh) and HAProxy (deploy/haproxy.cfg) on LAB_ADDRESS:LAB_PORT (0.0.0.0:8501:
+# every interface, as `streamlit run` itself listens, so learners on the room's network can open it), and starts
+# again any of them that exits. HAProxy takes a dead or hung replica out of rotation within about 3 s and
+# closes its connections, so its learners' browsers reconnect to a live one.
 #
-# Environment: LAB_ADDRESS, LAB_PORT, LAB_FIRST_PORT, LAB_LOG_DIR (the processes' logs and the generated
-# backend, default a new temporary folder), PYTHON (default .venv/bin/python, else python3), HAPROXY.
+# Environment: LAB_ADDRESS, LAB_PORT, LAB_FIRST_PORT, LAB_LOG_DIR (the logs, the generated backend and the
+# control sockets; default a new temporary folder), LAB_MEMORY_LIMIT (each replica's memory limit, e.g. 690M:
+# see deploy/replica.sh), PYTHON (default .venv/bin/python, else python3), HAPROXY, SUPERVISORD.
 # Streamlit's own settings can be given as STREAMLIT_* variables (STREAMLIT_SERVER_MAX_UPLOAD_SIZE=...).
+#
+# Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM, once everything has stopped; 1 when it could not
+# start (with the log that says why); 2 for a bad argument.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,78 +26,94 @@ if ! [[ "$processes" =~ ^[1-9][0-9]?$ ]]; then
   echo "usage: bash deploy/run.sh [processes]   (1 to 99; default: one per core)" >&2
   exit 2
 fi
-export LAB_ADDRESS="${LAB_ADDRESS:-0.0.0.0}" LAB_PORT="${LAB_PORT:-8501}"
-first_port="${LAB_FIRST_PORT:-8511}"
-log_dir="${LAB_LOG_DIR:-$(mktemp -d -t attention-lab-deploy.XXXXXX)}"
-mkdir -p "$log_dir"
+export LAB_ADDRESS="${LAB_ADDRESS:-0.0.0.0}" LAB_PORT="${LAB_PORT:-8501}" LAB_FIRST_PORT="${LAB_FIRST_PORT:-8511}"
+export LAB_PROCESSES="$processes"
+export LAB_LOG_DIR="${LAB_LOG_DIR:-$(mktemp -d -t attention-lab-deploy.XXXXXX)}"
+mkdir -p "$LAB_LOG_DIR"
+LAB_LOG_DIR="$(cd "$LAB_LOG_DIR" && pwd)"
 python="${PYTHON:-}"
 [[ -z "$python" && -x .venv/bin/python ]] && python=.venv/bin/python
-python="${python:-python3}"
-# Debian installs it in /usr/sbin, which is not on every user's PATH.
-haproxy="${HAPROXY:-$(command -v haproxy || echo /usr/sbin/haproxy)}"
-if [[ ! -x "$haproxy" ]]; then
-  echo "deploy/run.sh: no haproxy found; install Debian's with \`apt-get install -y haproxy\` or set HAPROXY" >&2
-  exit 1
-fi
-
-pids=()
-stop_all() {
-  trap - EXIT INT TERM
-  if ((${#pids[@]})); then
-    kill -TERM "${pids[@]}" 2>/dev/null || true
-    wait "${pids[@]}" 2>/dev/null || true
+export LAB_PYTHON="${python:-python3}"
+# Debian installs them in /usr/sbin and /usr/bin; /usr/sbin is not on every user's PATH.
+export LAB_HAPROXY="${HAPROXY:-$(command -v haproxy || echo /usr/sbin/haproxy)}"
+supervisord="${SUPERVISORD:-$(command -v supervisord || echo /usr/bin/supervisord)}"
+for tool in "$LAB_HAPROXY:haproxy" "$supervisord:supervisor"; do
+  if [[ ! -x "${tool%%:*}" ]]; then
+    echo "deploy/run.sh: no ${tool##*:} found; install Debian's with \`apt-get install -y haproxy supervisor\`" >&2
+    exit 1
   fi
+done
+
+# The backend: one server line a replica (HAProxy cannot count ports), and an admin socket for `show servers`.
+servers="$LAB_LOG_DIR/servers.cfg"
+{
+  echo "global"
+  echo "    stats socket $LAB_LOG_DIR/haproxy.sock mode 600 level admin"
+  echo "backend streamlit"
+  for ((i = 1; i <= processes; i++)); do
+    echo "    server s$i 127.0.0.1:$((LAB_FIRST_PORT + i - 1)) cookie s$i"
+  done
+} > "$servers"
+"$LAB_HAPROXY" -c -q -f deploy/haproxy.cfg -f "$servers" || { echo "deploy/run.sh: HAProxy's config is wrong" >&2; exit 1; }
+
+# supervisord does the process management; this script only reports when the room is up and turns Ctrl-C and
+# SIGTERM into one exit status: the signal is passed on, supervisord stops everything, then the script exits.
+supervisor=""
+signalled=""
+stop() {
+  signalled="$1"
+  [[ -n "$supervisor" ]] && kill -TERM "$supervisor" 2>/dev/null
+  return 0
 }
-trap stop_all EXIT
-# Background children of a script ignore Ctrl-C, so the EXIT trap is what stops them.
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'stop 130' INT
+trap 'stop 143' TERM
+"$supervisord" -n -c deploy/supervisord.conf > "$LAB_LOG_DIR/run-supervisord.log" 2>&1 &
+supervisor=$!
+[[ -n "$signalled" ]] && stop "$signalled"
 
 healthy() {
-  "$python" -c 'import sys, urllib.request as u
+  "$LAB_PYTHON" -c 'import sys, urllib.request as u
 sys.exit(u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=2).read() != b"ok")' "$1" 2>/dev/null
 }
-
-servers="$log_dir/servers.cfg"
-echo "backend streamlit" > "$servers"
-for ((i = 1; i <= processes; i++)); do
-  port=$((first_port + i - 1))
-  # The math is small matrices: one thread each keeps N processes from fighting over N cores. Headless and
-  # no usage statistics come from .streamlit/config.toml.
-  OMP_NUM_THREADS=1 PYTHONPATH="$PWD" "$python" -m streamlit run dashboard.py --server.port "$port" \
-    --server.address 127.0.0.1 --server.fileWatcherType none > "$log_dir/streamlit-$i.log" 2>&1 &
-  pids+=($!)
-  echo "    server s$i 127.0.0.1:$port cookie s$i" >> "$servers"
-done
-
-deadline=$((SECONDS + 120))
-# wait_up URL PID WHAT LOG: until URL answers healthy; exits with WHAT's log when PID dies or the deadline passes
-wait_up() {
-  until healthy "$1"; do
-    if ! kill -0 "$2" 2>/dev/null || ((SECONDS > deadline)); then
-      echo "deploy/run.sh: $3 did not start; its log ($4):" >&2
-      tail -n 20 "$4" >&2
-      exit 1
-    fi
-    sleep 0.3
-  done
-}
-for ((i = 1; i <= processes; i++)); do
-  port=$((first_port + i - 1))
-  wait_up "http://127.0.0.1:$port/_stcore/health" "${pids[i - 1]}" "streamlit on port $port" \
-    "$log_dir/streamlit-$i.log"
-done
-
-"$haproxy" -db -f deploy/haproxy.cfg -f "$servers" > "$log_dir/haproxy.log" 2>&1 &
-pids+=($!)
 host="$LAB_ADDRESS"
 [[ "$host" == 0.0.0.0 ]] && host=127.0.0.1
-wait_up "http://$host:$LAB_PORT/_stcore/health" "${pids[-1]}" haproxy "$log_dir/haproxy.log"
-where="http://$LAB_ADDRESS:$LAB_PORT/"
-[[ "$LAB_ADDRESS" == 0.0.0.0 ]] && where="http://<this machine's address>:$LAB_PORT/ (every interface)"
-echo "Attention Lab: $processes processes behind $where; logs in $log_dir; Ctrl-C stops them all"
+urls=("http://$host:$LAB_PORT/_stcore/health")
+for ((i = 1; i <= processes; i++)); do
+  urls+=("http://127.0.0.1:$((LAB_FIRST_PORT + i - 1))/_stcore/health")
+done
+deadline=$((SECONDS + 180))  # every replica imports torch and Streamlit at once, on as few as 2 cores
+up=0
+while [[ -z "$signalled" ]] && kill -0 "$supervisor" 2>/dev/null; do
+  up=1
+  for url in "${urls[@]}"; do
+    healthy "$url" || { up=0; break; }
+  done
+  ((up)) && break
+  if ((SECONDS > deadline)); then
+    echo "deploy/run.sh: not every replica answered in 180 s; the logs' ends ($LAB_LOG_DIR):" >&2
+    for log in "$LAB_LOG_DIR"/streamlit-*.log "$LAB_LOG_DIR/haproxy.log"; do
+      echo "== $log" >&2
+      tail -n 15 "$log" >&2 || true
+    done
+    stop 1
+    break
+  fi
+  sleep 0.5
+done
+if ((up)) && [[ -z "$signalled" ]]; then
+  where="http://$LAB_ADDRESS:$LAB_PORT/"
+  [[ "$LAB_ADDRESS" == 0.0.0.0 ]] && where="http://<this machine's address>:$LAB_PORT/ (every interface)"
+  echo "Attention Lab: $processes replicas behind $where; logs in $LAB_LOG_DIR; Ctrl-C stops them all"
+  echo "  status: supervisorctl -s unix://$LAB_LOG_DIR/supervisor.sock status"
+fi
 
-# Until any of them exits (then the EXIT trap stops the rest) or a signal arrives.
-wait -n "${pids[@]}" || true
-echo "deploy/run.sh: a process exited; stopping the others (logs in $log_dir)" >&2
+# Until supervisord exits: after a signal (passed on above), or on its own (then its log says why).
+status=0
+while kill -0 "$supervisor" 2>/dev/null; do
+  wait "$supervisor" && status=0 || status=$?
+done
+if [[ -n "$signalled" ]]; then
+  exit "$signalled"
+fi
+echo "deploy/run.sh: supervisord exited with $status; its log: $LAB_LOG_DIR/supervisord.log" >&2
 exit 1

@@ -1,6 +1,7 @@
 """One way to start the real server and find the browser, shared by the browser tests, the reliability
 tests and the load test: `streamlit run dashboard.py` on a free loopback port, and Debian's Chromium; and
-deploy/run.sh (several processes behind HAProxy) on free loopback ports, for the proxy tests and the load test.
+deploy/run.sh (several replicas behind HAProxy, kept running by supervisord) on free loopback ports, for the proxy
+tests and the load test, with a look at what supervisord and HAProxy see (each replica's pid, each server's state).
 
 Playwright cannot download its own browsers here, so the system Chromium is used: $CHROMIUM_PATH, else
 /usr/bin/chromium, else `chromium` on PATH.
@@ -140,13 +141,24 @@ def find_haproxy() -> str | None:
     return None
 
 
+def find_supervisord() -> str | None:
+    """supervisord's path (Debian's `supervisor` package), None when not installed."""
+    for candidate in (os.environ.get("SUPERVISORD"), shutil.which("supervisord"), "/usr/bin/supervisord"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def require_haproxy() -> str:
-    """HAProxy for a test; skips without it, or fails when CI is set (as `require_chromium` does)."""
+    """HAProxy and supervisord, which deploy/run.sh needs, for a test; skips without them, or fails when CI is
+    set (as `require_chromium` does). Returns HAProxy's path."""
     import pytest
 
     path = find_haproxy()
-    if path is None:
-        reason = "no haproxy found (looked at $HAPROXY, PATH, /usr/sbin): `apt-get install -y haproxy`"
+    missing = [name for name, found in (("haproxy", path), ("supervisor", find_supervisord())) if found is None]
+    if missing:
+        reason = (f"no {' or '.join(missing)} found (looked at $HAPROXY/$SUPERVISORD, PATH, /usr/sbin, /usr/bin): "
+                  f"`apt-get install -y {' '.join(missing)}`")  # fmt: skip
         if os.environ.get("CI"):
             pytest.fail(f"CI is set and the proxy tests cannot run: {reason}", pytrace=False)
         pytest.skip(reason)
@@ -208,6 +220,40 @@ def stop_recipe(recipe: Recipe) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(recipe.proc.pid, signal.SIGKILL)  # run.sh is still there, so its group id is still its own
         recipe.proc.wait()
+
+
+def replica_pid(recipe: Recipe, name: str) -> int | None:
+    """The pid supervisord gives for replica `name` (s1, s2, ...), None while it is not running."""
+    supervisorctl = shutil.which("supervisorctl") or "/usr/bin/supervisorctl"
+    done = subprocess.run([supervisorctl, "-s", f"unix://{recipe.log_dir}/supervisor.sock", "pid", f"replica:{name}"],
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    pid = done.stdout.strip()
+    return int(pid) if pid.isdigit() and int(pid) > 0 else None
+
+
+def proxy_servers(recipe: Recipe) -> dict[str, str]:
+    """What HAProxy says of each replica (s1: "UP", "DOWN", "UP 1/2", ...), from its admin socket's `show stat`."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(recipe.log_dir / "haproxy.sock"))
+        s.sendall(b"show stat\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    lines = data.decode().splitlines()
+    header = lines[0].lstrip("# ").split(",")
+    rows = [dict(zip(header, line.split(","), strict=False)) for line in lines[1:] if line]
+    return {r["svname"]: r["status"] for r in rows if r["pxname"] == "streamlit" and r["svname"] != "BACKEND"}
+
+
+def wait_for(what: str, check, timeout: float) -> float:
+    """Seconds until check() is true (polled every 0.2 s); TimeoutError naming `what` after `timeout` s."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"{what}: not within {timeout:g} s")
+        time.sleep(0.2)
+    return time.monotonic() - start
 
 
 def benchmark(name: str):

@@ -1,8 +1,12 @@
-"""A room of learners: deploy/run.sh (two Streamlit processes behind HAProxy with sticky sessions) spreads new
-sessions over both processes, keeps each session's websocket and its downloads on one process, opens a share
-link with the same numbers on either process, shows every number right under a short load (websocket
-clients, and Chromium), and stops everything on Ctrl-C. Loopback only; needs haproxy and Chromium (skips
-without them, fails when CI is set). No timing is asserted.
+"""A room of learners: deploy/run.sh (two Streamlit replicas behind HAProxy with sticky sessions, kept running by
+supervisord) spreads new sessions over both replicas, keeps each session's websocket and its downloads on one
+replica, opens a share link with the same numbers on either replica, shows every number right under a short load
+(websocket clients, and Chromium), survives a replica that dies (supervisord starts it again; its learners'
+websockets close and they reconnect to the other replica with their view from the URL) or hangs (SIGSTOP:
+HAProxy marks it down and closes its websockets), cuts off a request whose headers never end, and stops
+everything on Ctrl-C with exit status 130. Loopback only; needs haproxy, supervisor and Chromium (skips without
+them, fails when CI is set). No timing is asserted: waits are bounded generously, and the benchmark
+(benchmarks/load_test.py --faults) measures how long recovery takes.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ import argparse
 import collections
 import os
 import signal
+import socket
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 from collections.abc import Iterator
@@ -20,6 +26,7 @@ from pathlib import Path
 import live_server
 import psutil
 import pytest
+import websocket
 
 import ui
 
@@ -152,15 +159,142 @@ def test_chromium_shows_every_number_through_the_proxy(recipe: live_server.Recip
     assert result["sessions_per_process"] == {"s1": 1, "s2": 1}
 
 
+def closed(client, timeout: float = 60) -> bool:
+    """Whether the client's websocket is closed within `timeout` s (what the browser's reconnect waits for);
+    any message still on its way is read first."""
+    client.ws.settimeout(timeout)
+    try:
+        while client.ws.recv():
+            pass
+        return True  # a close frame
+    except websocket.WebSocketConnectionClosedException:
+        return True  # the connection cut
+    except (websocket.WebSocketTimeoutException, TimeoutError):
+        return False
+    finally:
+        client.ws.close()
+
+
+def reconnect(client, timeout: float = 60):
+    """A browser's reconnect: the same link and cookies again, retried while the proxy answers 502/503 (a
+    request caught on a replica as it is marked down). The new session, checked against its numbers."""
+    start = time.monotonic()
+    while True:
+        try:
+            again = load_test.WsClient(base=client.base, session=client.session, query=client.query,
+                                       cookies=client.cookies)  # fmt: skip
+            break
+        except (urllib.error.HTTPError, ConnectionError, websocket.WebSocketException) as exc:
+            if time.monotonic() - start > timeout:
+                raise TimeoutError(f"no reconnect in {timeout} s: {exc}") from exc
+            time.sleep(0.5)
+    _, shown = again.rerun()
+    assert again.check(shown), client.session.failures
+    return again
+
+
+def one_on_each(recipe: live_server.Recipe, seed: int) -> dict[str, load_test.WsClient]:
+    """A learner on each replica (the cookie picks it), each shown its own numbers."""
+    sessions = load_test.make_sessions(2, seed=seed)
+    clients = {}
+    for name, session in zip(("s1", "s2"), sessions, strict=True):
+        clients[name] = load_test.WsClient(base=recipe.proxy, session=session, cookies={"SRV": name})
+        _, shown = clients[name].rerun()
+        assert clients[name].replica == name and clients[name].check(shown), session.failures
+    return clients
+
+
+def all_up(recipe: live_server.Recipe) -> bool:
+    return live_server.proxy_servers(recipe) == {"s1": "UP", "s2": "UP"}
+
+
+def still_serves(client: load_test.WsClient) -> None:
+    """The learner moves a slider and sees exactly its own new numbers."""
+    name, value = load_test.next_value(client.session)
+    client.session.values[name] = value
+    _, shown = client.rerun({name: value})
+    assert client.check(shown), client.session.failures
+
+
+def test_a_killed_replica_is_started_again_while_its_learners_move_to_the_other(recipe: live_server.Recipe) -> None:
+    live_server.wait_for("both replicas up", lambda: all_up(recipe), 90)
+    clients = one_on_each(recipe, seed=71)
+    old = live_server.replica_pid(recipe, "s2")
+    os.kill(old, signal.SIGKILL)
+    moved = None
+    try:
+        assert closed(clients["s2"])  # its websocket is closed, so the browser reconnects ...
+        moved = reconnect(clients["s2"])  # ... and a live replica opens its view from the URL
+        assert moved.replica == "s1"
+        still_serves(clients["s1"])  # the other replica's learner never noticed
+        still_serves(moved)
+        # supervisord starts it again, and HAProxy sends learners to it once its health check passes.
+        live_server.wait_for("s2 started again", lambda: live_server.replica_pid(recipe, "s2") not in (None, old), 90)
+        live_server.wait_for("s2 up in HAProxy", lambda: all_up(recipe), 90)
+        assert live_server.health(recipe.replicas[1]) == "ok"
+        back = load_test.WsClient(base=recipe.proxy, session=load_test.make_sessions(1, seed=72)[0],
+                                  cookies={"SRV": "s2"})  # fmt: skip
+        _, shown = back.rerun()
+        assert back.replica == "s2" and back.check(shown), back.session.failures
+        back.ws.close()
+    finally:
+        for client in (clients["s1"], moved):
+            if client:
+                client.ws.close()
+
+
+def test_a_hung_replica_is_marked_down_and_its_websockets_closed(recipe: live_server.Recipe) -> None:
+    live_server.wait_for("both replicas up", lambda: all_up(recipe), 90)
+    clients = one_on_each(recipe, seed=81)
+    hung = live_server.replica_pid(recipe, "s2")
+    os.kill(hung, signal.SIGSTOP)  # alive, holding its sockets, answering nothing
+    moved = None
+    try:
+        # Without `on-marked-down shutdown-sessions` this websocket stayed open, and the page frozen, for the
+        # tunnel timeout (then 2 h).
+        assert closed(clients["s2"])
+        assert live_server.proxy_servers(recipe)["s2"] == "DOWN"
+        moved = reconnect(clients["s2"])
+        assert moved.replica == "s1"
+        still_serves(clients["s1"])
+        still_serves(moved)
+        fresh = load_test.WsClient(base=recipe.proxy, session=load_test.make_sessions(1, seed=82)[0])
+        _, shown = fresh.rerun()
+        assert fresh.replica == "s1" and fresh.check(shown), fresh.session.failures  # new learners avoid it
+        fresh.ws.close()
+    finally:
+        os.kill(hung, signal.SIGCONT)
+        for client in (clients["s1"], moved):
+            if client:
+                client.ws.close()
+    live_server.wait_for("s2 up again after SIGCONT", lambda: all_up(recipe), 90)
+
+
+def test_the_proxy_cuts_off_a_request_whose_headers_never_end(recipe: live_server.Recipe) -> None:
+    # A slow client (slowloris) holds a connection by sending its headers a byte at a time, or never ending
+    # them: HAProxy answers 408 and closes it (`timeout http-request`), so Streamlit never holds it.
+    host, port = recipe.proxy.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: room\r\nX-Slow: ")
+        answer = b""
+        while chunk := conn.recv(4096):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+
+
 def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
     live_server.require_haproxy()
     running = live_server.start_recipe(1, tmp_path)
     children = psutil.Process(running.proc.pid).children(recursive=True)
     names = {Path(p.cmdline()[0]).name for p in children}
     assert "haproxy" in names and any("python" in name for name in names)
-    os.killpg(running.proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
+    assert any("supervisord" in " ".join(p.cmdline()) for p in children)
+    # What Ctrl-C in a terminal sends: SIGINT to the whole foreground group (run.sh and supervisord; the replicas
+    # and HAProxy are in groups of their own, which supervisord stops). run.sh's exit status is its trap's,
+    # whatever the order in which the processes end.
+    os.killpg(running.proc.pid, signal.SIGINT)
     try:
-        assert running.proc.wait(timeout=30) == 130
+        assert running.proc.wait(timeout=60) == 130
     except subprocess.TimeoutExpired:
         live_server.stop_recipe(running)
         raise
