@@ -18,11 +18,15 @@ let go of before the next one is computed.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .config import Config
+
+if TYPE_CHECKING:
+    from .core import Result
 
 FLOAT = 4  # bytes of a float32
 OVERHEAD = 16 << 10  # the Result's Python objects and the small tensors (slopes, positions): well under this
@@ -90,6 +94,40 @@ def keep(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: keep(v) for k, v in value.items()}
     return value
+
+
+@dataclass(frozen=True, eq=False)
+class HeadView:
+    """One head of a Result, copied: the matrices a page that draws several results keeps of each. The tensors
+    keep a heads axis of length 1, so `view.weights[0]` is the head, and functions written for a Result that read
+    only these fields (`experiments.diff(a, b)`, `experiments.mean_row_stats`) take a view as well."""
+
+    config: Config
+    head: int  # which head of the Result this is
+    heads: int  # how many the Result has
+    tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...]
+    scale: float
+    mask: torch.Tensor  # (T_q, T_k) bool, True = may attend
+    omega: torch.Tensor  # (1, T_q, T_k)
+    weights: torch.Tensor  # (1, T_q, T_k)
+    dropped_weights: torch.Tensor  # (1, T_q, T_k)
+    context: torch.Tensor  # (1, T_q, d_v)
+
+    @property
+    def d_v(self) -> int:
+        return self.context.shape[-1]
+
+
+def one_head(result: Result, head: int) -> HeadView:
+    """Head `head` of a Result as a HeadView: about 3 T_q T_k + T_q d_v numbers, where the Result holds h times that
+    and every other intermediate."""
+    one = slice(head, head + 1)
+    return HeadView(
+        result.config, head, result.heads, result.tokens, result.key_tokens, result.scale,
+        result.mask.clone(), result.omega[one].clone(), result.weights[one].clone(),
+        result.dropped_weights[one].clone(), result.context[one].clone(),
+    )  # fmt: skip
 
 
 def held_bytes(value: Any) -> int:

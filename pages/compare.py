@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from attention import experiments
+from attention import budget, experiments
 
 # the typical comparisons: (button, A's values, B's changes); every other B value is copied from A
 PRESETS = {
@@ -48,11 +48,14 @@ side("b_", right)
 # no dropout: these pages have no control for it, and a comparison should not draw random zeros
 config_a = ui.config_or_stop("Setting A", dropout=0.0)
 config_b = ui.config_or_stop("Setting B", dropout=0.0, **{name: ui.get("b_" + name) for name in ui.B_SIDE})
-a, b = ui.compute(config_a), ui.compute(config_b)
+head = ui.head_picker(max(config_a.heads, config_b.heads))
+head_a, head_b = min(head, config_a.heads - 1), min(head, config_b.heads - 1)
+# Only the head drawn is kept of each side (at 512 tokens and 16 heads a Result is ~120 MB): A is computed, its head
+# copied out and the Result let go of, then B, so that one Result at a time is held (ui/budget.py).
+a = ui.budget.kept_or_stop("Setting A", config_a, lambda r: budget.one_head(r, head_a))
+b = ui.budget.kept_or_stop("Setting B", config_b, lambda r: budget.one_head(r, head_b))
 tok, keys = ui.labels(a.tokens), ui.labels(a.key_tokens)
-head = ui.head_picker(max(a.heads, b.heads))
-head_a, head_b = min(head, a.heads - 1), min(head, b.heads - 1)
-d = experiments.diff(a, b, head_a, head_b)
+d = experiments.diff(a, b)  # head 0 of each view: A's head_a and B's head_b
 
 st.info(ui.plain(d.summary(tok, keys)))
 if a.heads != b.heads:
@@ -64,20 +67,20 @@ view = ui.radio("cview", container=st, format_func=VIEWS.get)
 cols = st.columns(3)
 if view == "context":
     dims_a, dims_b = ui.dim_labels(a.d_v), ui.dim_labels(b.d_v)
-    ui.heatmap(a.context[head_a], tok, dims_a, title="A: context", key="cmp:a", container=cols[0])
-    ui.heatmap(b.context[head_b], tok, dims_b, title="B: context", key="cmp:b", container=cols[1])
+    ui.heatmap(a.context[0], tok, dims_a, title="A: context", key="cmp:a", container=cols[0])
+    ui.heatmap(b.context[0], tok, dims_b, title="B: context", key="cmp:b", container=cols[1])
     if d.context is None:
         cols[2].info(f"A's d_v is {a.d_v} and B's is {b.d_v}: the context vectors have different widths.")
     else:
         ui.heatmap(d.context, tok, dims_a, title="B − A: context", key="cmp:d", container=cols[2])
 elif view == "omega":
-    ui.heatmap(a.omega[head_a], tok, keys, title="A: omega", key="cmp:a", container=cols[0])
-    ui.heatmap(b.omega[head_b], tok, keys, title="B: omega", key="cmp:b", container=cols[1])
+    ui.heatmap(a.omega[0], tok, keys, title="A: omega", key="cmp:a", container=cols[0])
+    ui.heatmap(b.omega[0], tok, keys, title="B: omega", key="cmp:b", container=cols[1])
     ui.heatmap(d.omega, tok, keys, title="B − A: omega", key="cmp:d", container=cols[2])
 else:
-    ui.heatmap(a.dropped_weights[head_a], tok, keys, title="A: weights", kind="weights", blocked=a.mask,
+    ui.heatmap(a.dropped_weights[0], tok, keys, title="A: weights", kind="weights", blocked=a.mask,
                key="cmp:a", container=cols[0])  # fmt: skip
-    ui.heatmap(b.dropped_weights[head_b], tok, keys, title="B: weights", kind="weights", blocked=b.mask,
+    ui.heatmap(b.dropped_weights[0], tok, keys, title="B: weights", kind="weights", blocked=b.mask,
                key="cmp:b", container=cols[1])  # fmt: skip
     ui.heatmap(d.weights, tok, keys, title="B − A: weights", key="cmp:d", container=cols[2])
 cols[0].caption(f"Setting A, head {head_a + 1}.")

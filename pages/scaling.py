@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import experiments
+from attention import budget, experiments
 
 T_MIN, T_MAX = 2, 32  # the sweep's sequence length follows the sentence within these bounds (its cost grows as T²)
 METRICS = {
@@ -62,17 +62,20 @@ with st.expander("The numbers behind the charts"):
 st.subheader("Temperature on your sentence")
 ui.explain("Dividing the scores by a temperature τ does the same thing directly: small τ sharpens, large τ flattens.")
 temp = float(ui.slider("temp", container=st, step=0.1))
-reference = ui.result_or_stop(scale="sqrt", dropout=0.0)
-heated = ui.result_or_stop(scale="temperature", temperature=temp, dropout=0.0)
+reference_config = ui.config_or_stop(scale="sqrt", dropout=0.0)
+heated_config = ui.config_or_stop(scale="temperature", temperature=temp, dropout=0.0)
+head = ui.head_picker(heated_config.heads)
+# the head drawn of each, one Result at a time (at 512 tokens and 16 heads a Result is ~120 MB: ui/budget.py)
+reference = ui.budget.kept_or_stop("This setting", reference_config, lambda r: budget.one_head(r, head))
+heated = ui.budget.kept_or_stop("This setting", heated_config, lambda r: budget.one_head(r, head))
 tok = ui.labels(heated.tokens)
-head = ui.head_picker(heated.heads)
 left, right = st.columns(2)
 for col, result, title, key in (
     (left, reference, f"τ = √d_k = {reference.scale:.3g} (the usual scaling)", "sc:ref"),
     (right, heated, f"τ = {temp:g}", "sc:temp"),
 ):
-    entropy, top = experiments.mean_row_stats(result.weights[head], result.mask)
-    ui.heatmap(result.weights[head], tok, tok, title=title, kind="weights", blocked=result.mask,
+    entropy, top = experiments.mean_row_stats(result.weights[0], result.mask)
+    ui.heatmap(result.weights[0], tok, tok, title=title, kind="weights", blocked=result.mask,
                key=key, container=col)  # fmt: skip
     # each metric as wide as its label, side by side where they fit and one under the other where they do not (a
     # quarter of a projector's 1024 px cut the label)
