@@ -6,8 +6,9 @@ what these return:
 
 - `scaling_sweep`: spread of the scores, entropy and largest weight of the softmax over d_k,
   with and without the 1/sqrt(d_k) scaling, for many seeds at once;
-- `pitfalls`: the correct computation and six common mistakes on the same inputs, each
+- `pitfalls`: the correct computation and seven common mistakes on the same inputs, each
   checked against the `invariants` correct attention weights keep;
+- `saturation`: why the tutorial's all-positive torch.rand weights give one-hot rows at every d_k;
 - `diff`: what changes between two Results (the largest weight change and where);
 - `soft_lookup`: one query's weights over the keys and the value rows they mix;
 - `mask_json` and `cli_args`: a custom mask as the command line's `--custom-mask` file.
@@ -211,9 +212,68 @@ def pitfall_config(config: Config) -> Config:
     return config.replace(**changes)
 
 
+SATURATION_D_KS = (1, 8, 24, 64, 256)
+
+
+@dataclass(frozen=True, eq=False)
+class Saturation:
+    """omega and the weights of one config's inputs under one init, at several d_k (one head, no mask).
+
+    spread: std of omega's entries; scaled_spread: the same after / sqrt(d_k); entropy: mean row entropy of the
+    weights (nats, at most ln T_k); top: mean largest weight of a row (1 when one-hot).
+    """
+
+    init: str
+    d_ks: tuple[int, ...]
+    spread: tuple[float, ...]
+    scaled_spread: tuple[float, ...]
+    entropy: tuple[float, ...]
+    top: tuple[float, ...]
+    max_entropy: float  # ln T_k
+
+
+@torch.no_grad()
+def saturation(config: Config, init: str = "rand-transposed", d_ks: Sequence[int] = SATURATION_D_KS) -> Saturation:
+    """The spread of omega and the row entropy at each d_k, for the config's inputs and an init (in the tutorials'
+    order of draws; "normal" is the dashboard's).
+
+    With torch.rand weights (never negative) every coordinate of q is about 0.5 x (the sum of x's coordinates):
+    all d_k products q_i k_i share a sign and a size, so omega's spread grows like d_k, not sqrt(d_k), and dividing
+    by sqrt(d_k) leaves it growing like sqrt(d_k): the softmax saturates to one key a row.
+    """
+    spread, scaled, entropy, top = [], [], [], []
+    for d_k in d_ks:
+        c = config.replace(init=init, draws="tutorial", d_k=int(d_k), heads=1, kv_heads=None, mask="none",
+                           custom_mask=None, dropout=0.0, score_bias=None, d_out=None)  # fmt: skip
+        r = compute(c)
+        spread.append(float(r.omega[0].std()) if r.omega[0].numel() > 1 else 0.0)
+        scaled.append(float(r.scaled[0].std()) if r.scaled[0].numel() > 1 else 0.0)
+        e, t = mean_row_stats(r.weights, r.mask)
+        entropy.append(e)
+        top.append(t)
+    t_k = len(config.key_tokens)
+    return Saturation(init, tuple(int(d) for d in d_ks), tuple(spread), tuple(scaled), tuple(entropy), tuple(top),
+                      math.log(t_k))  # fmt: skip
+
+
+def _numbers(xs: Sequence[float]) -> str:
+    return ", ".join(f"{x:.2g}" if x < 10 else f"{x:.0f}" for x in xs)
+
+
+def saturation_words(positive: Saturation, normal: Saturation) -> str:
+    """The lesson in numbers: 'omega's spread (std) is 3.5, 23, 57, 155, 595 at d_k 1, 8, 24, 64, 256 ...'."""
+    return (
+        f"on these inputs omega's spread (std) is {_numbers(positive.spread)} at d_k "
+        f"{', '.join(map(str, positive.d_ks))}: it grows like d_k, so after dividing by √d_k it is still "
+        f"{_numbers(positive.scaled_spread)}, and a row's largest weight averages {_numbers(positive.top)}. "
+        f"With zero-mean weights (the dashboard's scaled normal) the scaled spread stays at "
+        f"{_numbers(normal.scaled_spread)}"
+    )
+
+
 @torch.no_grad()
 def pitfalls(config: Config) -> list[Pitfall]:
-    """The correct version first, then six mistakes, all on the same queries, keys, values and W_out.
+    """The correct version first, then seven mistakes, all on the same queries, keys, values and W_out.
 
     Shapes: h heads, T_q queries, T_k keys. Each mistake changes one line of
     weights = softmax(mask(Q K^T / sqrt(d_k)), dim=-1), context = weights V, output = concat W_out + b.
@@ -238,6 +298,9 @@ def pitfalls(config: Config) -> list[Pitfall]:
         return Pitfall(name, what, code, shown, weights, context, output, checks)
 
     every_head = torch.einsum("aid,bjd->abij", r.queries, r.keys) / r.scale  # (h, h, T_q, T_k): Q_a K_b^T
+    # the same inputs and setting with the tutorial's torch.rand weights
+    positive = compute(pitfall_config(config).replace(init="rand-transposed", draws="tutorial"))
+    numbers = saturation_words(saturation(config), saturation(config, init="normal"))
     return [
         version(
             "Correct",
@@ -258,6 +321,14 @@ def pitfalls(config: Config) -> list[Pitfall]:
             "per row and its gradients vanish as d_k grows.",
             "scores = queries @ keys.T  # no / sqrt(d_k)",
             softmax(apply_mask(r.omega, mask), r.empty_rows),
+        ),
+        version(
+            "All-positive weights (torch.rand)",
+            "Passes every check, yet with weights that are never negative every query and key shares one "
+            f"direction, so the rows come out nearly one-hot: {numbers}. Self-Attention from Scratch draws its "
+            "weights with torch.rand: its printed numbers are right, and its rows are nearly one-hot.",
+            "W_query = torch.nn.Parameter(torch.rand(d_k, d_model))  # never negative",
+            positive.weights,
         ),
         version(
             "Masking after the softmax",
@@ -317,6 +388,51 @@ def changed_fields(a: Config, b: Config) -> dict[str, tuple[Any, Any]]:
     return out
 
 
+_SIZES = ("heads", "kv_heads", "d_k", "d_v", "d_out", "head_layout")
+
+
+def redrawn(a: Config, b: Config) -> tuple[str, ...]:
+    """What else changed between A and B because of how the weights are drawn, in words (empty when only what
+    the learner changed did). Stable draws keep every head's columns; the tutorial's order, a new d_model or the
+    split layout's d_model / heads cannot."""
+    changed = changed_fields(a, b)
+    if not changed or "seed" in changed or "init" in changed or "draws" in changed:
+        return ()  # new random numbers, or another distribution: every weight is new, and that is the change
+    notes = []
+    sizes = [n for n in _SIZES if n in changed]
+    drawn = {a.init, b.init} - {"identity", "given"}
+    if "d_model" in changed and drawn:
+        notes.append(
+            "every weight was redrawn because d_model changed: each column of W_query, W_key, W_value is d_model long"
+        )
+    elif sizes and drawn and not (weights_stable(a) and weights_stable(b)) and not _head_by_head(a, b, sizes):
+        notes.append(
+            f"head 1's W_key and W_value were redrawn because {', '.join(sizes)} changed and the weights are drawn "
+            "in the tutorial's order (every head of W_query before the first number of W_key), so a change of size "
+            "moves every later draw; stable draws (the dashboard's default) keep head 1"
+        )
+    elif "heads" in changed and "split" in (a.head_layout, b.head_layout) and a.d_k is None and drawn:
+        notes.append(
+            "the split layout cuts d_model into heads, so d_k changed with the heads: head 1 keeps its first "
+            f"{min(a.head_dims[0], b.head_dims[0])} columns and the rest differ"
+        )
+    if a.out_proj and b.out_proj and drawn and ({"heads", "d_v"} & set(changed)):
+        notes.append("W_out was redrawn: its rows are heads × d_v")
+    return tuple(notes)
+
+
+def _head_by_head(a: Config, b: Config, sizes: list[str]) -> bool:
+    """The linear init's tutorial order, independent layout: one module (q, k, v) a head, drawn head by head, so
+    a change of heads alone keeps head 1."""
+    linear = a.init == b.init == "linear" and a.head_layout == b.head_layout == "independent"
+    return linear and set(sizes) <= {"heads", "kv_heads"}
+
+
+def weights_stable(config: Config) -> bool:
+    """Whether a config draws its weights a column at a time (attention.weights.stable)."""
+    return config.draws == "stable" or config.init == "normal"
+
+
 @dataclass(frozen=True, eq=False)
 class Diff:
     """B - A for one head of each Result: the matrices that can be compared, and the largest weight change."""
@@ -330,6 +446,7 @@ class Diff:
     key: int
     before: float  # A's weight there
     after: float  # B's weight there
+    also: tuple[str, ...] = ()  # what else changed with it (`redrawn`): weights the learner did not touch
 
     def summary(self, tokens: Sequence[str], key_tokens: Sequence[str]) -> str:
         """One line in words: what B changes, and the largest weight change with its tokens (plain text).
@@ -340,6 +457,8 @@ class Diff:
             what = "A and B are the same setting"
         else:
             what = "B changes " + ", ".join(f"{n} {_short(x)} → {_short(y)}" for n, (x, y) in self.changed.items())
+        if self.also:
+            what += " (and with it: " + "; ".join(self.also) + ")"
         if self.weights is None:
             return f"{what}; the token counts differ, so the matrices cannot be compared cell by cell."
         if self.largest == 0:
@@ -362,8 +481,9 @@ def _short(value: Any) -> str:
 def diff(a: Result, b: Result, head_a: int = 0, head_b: int = 0) -> Diff:
     """Compare head_a of A with head_b of B: omega, weights (after dropout) and context as B - A."""
     changed = changed_fields(a.config, b.config)
+    also = redrawn(a.config, b.config)
     if a.omega.shape[1:] != b.omega.shape[1:]:
-        return Diff(changed, None, None, None, 0.0, 0, 0, 0.0, 0.0)
+        return Diff(changed, None, None, None, 0.0, 0, 0, 0.0, 0.0, also)
     wa, wb = a.dropped_weights[head_a], b.dropped_weights[head_b]  # (T_q, T_k)
     dw = wb - wa
     flat = int(dw.abs().argmax())
@@ -379,6 +499,7 @@ def diff(a: Result, b: Result, head_a: int = 0, head_b: int = 0) -> Diff:
         key=j,
         before=float(wa[i, j]),
         after=float(wb[i, j]),
+        also=also,
     )
 
 

@@ -21,9 +21,9 @@ st.caption(
     "Several heads attend in parallel, each with its own queries, keys and values; their context vectors "
     "are concatenated side by side and, optionally, mixed back to d_model by an output projection."
 )
-# opens on four heads with nn.Linear's signed weights: Raschka's all-positive torch.rand weights make every head
-# attend alike, and the lesson is that heads differ
-ui.show_url_warnings(heads=4, init="linear")
+# opens on four heads with the dashboard's scaled normal weights: Raschka's all-positive torch.rand weights make every
+# head attend alike (one-hot), nn.Linear's make every head nearly uniform, and the lesson is that heads differ
+ui.show_url_warnings(heads=4)
 ui.controls(["sentence", "d_model", "head_layout", "heads", "d_k", "d_v", "init", "seed", "mask", "padding", "window"])
 c1, c2 = st.columns(2)
 view = ui.radio("headview", container=c1)

@@ -13,7 +13,7 @@ KEPT, BROKEN = "✔ kept", "✘ broken"  # Dingbats: drawn by every font, unlike
 
 st.title("Pitfalls")
 st.caption(
-    "Six mistakes people make when writing attention by hand, each computed on the same queries, keys and "
+    "Seven mistakes people make when writing attention by hand, each computed on the same queries, keys and "
     "values as the correct version, and checked against what correct weights always keep."
 )
 ui.show_url_warnings()

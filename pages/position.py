@@ -28,10 +28,10 @@ st.caption(
     "Models put position back in one of four ways: a table added to the inputs (sinusoidal or learned), queries "
     "and keys rotated by their position (RoPE), or a penalty on the scores growing with distance (ALiBi)."
 )
-# opens on RoPE (what current LLMs use), four heads, so that ALiBi's slopes differ from head to head, and nn.Linear's
-# signed weights: Raschka's all-positive torch.rand weights give scores in the hundreds, a softmax with one weight
-# of 1 in every row, and no room for ALiBi's penalty to show
-ui.show_url_warnings(position="rope", heads=4, init="linear")
+# opens on RoPE (what current LLMs use), four heads, so that ALiBi's slopes differ from head to head, and the
+# dashboard's scaled normal weights: Raschka's all-positive torch.rand weights give scores in the hundreds, a softmax
+# with one weight of 1 in every row, and no room for ALiBi's penalty to show
+ui.show_url_warnings(position="rope", heads=4)
 ui.controls(["sentence", "position", "rope_base", "heads", "d_model", "d_k", "d_v", "init", "seed"])
 config = ui.config_or_stop("This setting", **PINNED)
 kind = config.position

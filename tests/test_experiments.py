@@ -128,6 +128,7 @@ EXPECTED_BROKEN = {
     "Correct": (),
     "Softmax over the wrong dimension": ("rows sum to 1",),
     "No scaling": (),
+    "All-positive weights (torch.rand)": (),
     "Masking after the softmax": ("rows sum to 1",),
     "Masking with 0 instead of −∞": ("masked weights are 0",),
     "Every head's queries with every head's keys": ("shapes",),
@@ -215,6 +216,27 @@ def test_the_pitfalls_are_the_mistakes_they_name() -> None:
     assert forgot.shown == "output" and forgot.matrix("output", 0).shape == (6, 56)
 
 
+def test_all_positive_weights_saturate_and_the_page_says_by_how_much() -> None:
+    """Issue 23's numbers, computed: omega's spread with torch.rand weights grows like d_k (3.5, 23, 57, 155, 595 at
+    d_k 1, 8, 24, 64, 256 on the Raschka inputs); with the normal init the scaled scores stay near unit spread."""
+    positive = experiments.saturation(Config())
+    assert positive.d_ks == (1, 8, 24, 64, 256)
+    assert [round(x, 1) for x in positive.spread] == [3.5, 23.4, 57.3, 154.8, 595.5]
+    assert positive.entropy[2] == pytest.approx(0.365, abs=1e-3) and positive.entropy[-1] < 0.14
+    assert positive.top[-1] > 0.9 and positive.max_entropy == pytest.approx(math.log(6))
+    spreads = torch.tensor(positive.spread)
+    assert bool((spreads[1:] / spreads[:-1] > 2).all())  # each step of d_k (x3 to x8) more than doubles it
+    normal = experiments.saturation(Config(), init="normal")
+    assert all(0.5 < x < 1.5 for x in normal.scaled_spread)
+    assert all(n > p for n, p in zip(normal.entropy, positive.entropy, strict=True))
+    p = {v.name: v for v in experiments.pitfalls(Config(init="normal", draws="stable"))}
+    lesson = p["All-positive weights (torch.rand)"]
+    assert "3.5, 23, 57, 155, 595 at d_k 1, 8, 24, 64, 256" in lesson.what_goes_wrong
+    assert lesson.mean_largest_weight > p["Correct"].mean_largest_weight + 0.2
+    r = compute(experiments.pitfall_config(Config(init="rand-transposed")))
+    torch.testing.assert_close(lesson.weights, r.weights)  # the tutorial's weights on the same inputs
+
+
 def test_forgetting_the_output_projection_passes_every_check_when_the_widths_agree() -> None:
     # split layout: h * d_v = d_model, so only the numbers tell
     config = Config(heads=4, head_layout="split", init="linear")
@@ -269,6 +291,41 @@ def test_diff_ignores_settings_that_do_nothing() -> None:
     a, b = Config(window=2, padding=1), Config(window=5, padding=3, temperature=9.0)
     assert experiments.changed_fields(a, b) == {}
     assert experiments.changed_fields(a.replace(mask="window"), b) == {"mask": ("window", "none"), "window": (2, 5)}
+
+
+def test_stable_draws_change_only_what_the_learner_changed() -> None:
+    """Issue 23: "1 head vs 4" moved head 1's weights (0.601 -> 0.972) only through the order of draws."""
+    a = Config(init="normal", draws="stable")
+    d = experiments.diff(compute(a), compute(a.replace(heads=4)))
+    assert d.also == () and d.largest == 0.0
+    assert d.summary(a.tokens, a.tokens) == "B changes heads 1 → 4; every weight is the same."
+    for init in ("rand-transposed", "rand", "linear"):  # every init the pages offer, drawn stably
+        s = Config(init=init, draws="stable")
+        assert experiments.diff(compute(s.replace(heads=2)), compute(s.replace(heads=8))).largest == 0.0
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "words"),
+    [
+        (Config(), Config(heads=4), "head 1's W_key and W_value were redrawn because heads changed"),
+        (Config(init="rand"), Config(init="rand", d_k=8), "because d_k changed"),
+        (Config(init="normal"), Config(init="normal", d_model=8), "every weight was redrawn because d_model changed"),
+        (Config(init="normal", head_layout="split"), Config(init="normal", head_layout="split", heads=4),
+         "head 1 keeps its first 4 columns"),
+        (Config(init="normal", out_proj=True), Config(init="normal", out_proj=True, heads=2), "W_out was redrawn"),
+    ],
+)  # fmt: skip
+def test_compare_says_what_else_changed_when_stability_is_impossible(a: Config, b: Config, words: str) -> None:
+    d = experiments.diff(compute(a), compute(b))
+    assert any(words in note for note in d.also), d.also
+    assert words in d.summary(a.tokens, a.tokens)
+
+
+def test_nothing_else_changed_is_said_when_nothing_else_did() -> None:
+    assert experiments.redrawn(Config(), Config(seed=5)) == ()  # a new seed is new numbers: that is the change
+    assert experiments.redrawn(Config(init="linear"), Config(init="linear", heads=3)) == ()  # one module a head
+    assert experiments.redrawn(Config(init="identity"), Config(init="identity", heads=2)) == ()
+    assert experiments.redrawn(Config(), Config(mask="causal")) == ()
 
 
 def test_diff_across_shapes() -> None:

@@ -26,7 +26,6 @@ from .markup import labels, plain
 from .state import B_SIDE, MAX_CHARS, PARAMS, SPLIT_DERIVED, allowed, ensure_frame, get, page_defaults, put
 
 
-# Presenter mode: the sidebar (and so the controls) hidden, all type a quarter larger (Streamlit sizes its text in
 def _copy(name: str) -> None:
     put(name, st.session_state["w:" + name])
     st.session_state.pop("_url_warnings", None)  # the user has moved on from the link's values
@@ -47,7 +46,8 @@ def _widget(factory: Callable, name: str, *args: Any, container: Any = None, lab
     kw.setdefault("help", PARAMS[name].help)
     target = container or st.sidebar
     label = label or PARAMS[name].label or name
-    return getattr(target, factory)(label, *args, key=key, on_change=_copy, args=(name,), **kw)
+    on_change = kw.pop("on_change", _copy)
+    return getattr(target, factory)(label, *args, key=key, on_change=on_change, args=(name,), **kw)
 
 
 def slider(name: str, container: Any = None, *, top: int | None = None, **kw: Any) -> int | float:
@@ -72,6 +72,19 @@ def radio(name: str, container: Any = None, **kw: Any) -> str:
     """A horizontal radio over a choice parameter's choices."""
     kw.setdefault("horizontal", True)
     return _widget("radio", name, PARAMS[name].choices, container=container, **kw)
+
+
+def segmented(name: str, container: Any = None, **kw: Any) -> str:
+    """A segmented control over a choice parameter's choices, in the page; clicking the chosen segment again
+    (which empties a segmented control) keeps the choice."""
+    value = _widget("segmented_control", name, PARAMS[name].choices, container=container or st,
+                    on_change=_copy_choice, **kw)  # fmt: skip
+    return value if value is not None else get(name)
+
+
+def _copy_choice(name: str) -> None:
+    if st.session_state["w:" + name] is not None:
+        _copy(name)
 
 
 def toggle(name: str, container: Any = None, **kw: Any) -> bool:
@@ -107,9 +120,49 @@ def in_use(name: str) -> bool:
     return when is None or get(side + when[0]) == when[1]
 
 
+# Which weights a page draws, in words (issue 23): the dashboard opens on "normal" with stable draws; the Raschka
+# tutorial's torch.rand weights in its order are one click away, and back.
+TUTORIAL_WEIGHTS = {"init": "rand-transposed", "draws": "tutorial"}
+SCALED_WEIGHTS = {"init": "normal", "draws": "stable"}
+_INIT_WORDS = {
+    "normal": "scaled normal: zero-mean, scaled so that q·k/√d_k has unit variance on these embeddings",
+    "rand-transposed": "torch.rand, as Self-Attention from Scratch draws them (all positive)",
+    "rand": "torch.rand (all positive)",
+    "linear": "nn.Linear's default, U(±1/√d_model)",
+    "identity": "identity (no projection)",
+}
+
+
+def _set_many(values: dict[str, Any]) -> None:
+    for name, value in values.items():
+        put(name, value)
+
+
+def weights_note(container: Any = None) -> None:
+    """A caption saying which weights the page draws, and a button to the tutorial's (or back)."""
+    box = container or st.sidebar
+    init, draws = get("init"), get("draws")
+    tutorial = init == TUTORIAL_WEIGHTS["init"] and draws == "tutorial"
+    order = (
+        "in the tutorial's order: its printed numbers; all positive, so rows come out nearly one-hot (see Pitfalls)"
+        if draws == "tutorial" and init != "normal"
+        else "each head's columns drawn on their own, so adding heads keeps head 1"
+    )
+    box.caption(f"**Weights:** {_INIT_WORDS.get(init, init)}; {order}.")
+    target, label = (SCALED_WEIGHTS, "Scaled normal weights") if tutorial else (TUTORIAL_WEIGHTS, "Tutorial's weights")
+    box.button(
+        label, key="w:weights_note", on_click=_set_many, args=(target,), icon=":material/swap_horiz:",
+        help="Self-Attention from Scratch's torch.rand weights in its order (its printed numbers)" if not tutorial
+        else "Zero-mean weights scaled so that the scaled scores have unit variance, a column at a time",
+    )  # fmt: skip
+
+
 def controls(names: Sequence[str]) -> None:
-    """The sidebar controls for the named parameters, with explanations next to them."""
+    """The sidebar controls for the named parameters, with explanations next to them; where the page draws
+    random weights (a seed among them), which ones, first."""
     st.sidebar.markdown("**Controls**")
+    if "seed" in names:
+        weights_note()
     for name in names:
         p = PARAMS[name]
         if not in_use(name):
@@ -137,23 +190,46 @@ def controls(names: Sequence[str]) -> None:
             st.sidebar.caption("Custom mask: edit it cell by cell on the Masks page or in the Mask editor.")
 
 
-# rem, and the heatmaps scale their labels with the root font size), for a projector at the back of a room.
+# Presenter mode: the sidebar (and so the controls) hidden, all type a quarter larger (Streamlit sizes its text in
+# rem, and the heatmaps scale their labels with the root font size), for a projector at the back of a room. The
+# page keeps a compact navigation (dashboard.py puts it in the top bar) and a box for the class's own sentence; the
+# margins shrink so a step-mode stage fits a 1024 x 768 projector.
 PRESENTER_CSS = """<style>
 html { font-size: 20px; }
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {
   display: none !important;
 }
+[data-testid="stMainBlockContainer"] { padding: 3.75rem 1.5rem 6rem 1.5rem !important; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 2rem; padding: 0.25rem 0 0.5rem 0; }
 </style>"""
 
 
+def _copy_into(name: str, key: str) -> None:
+    put(name, st.session_state[key])
+    st.session_state.pop("_url_warnings", None)
+
+
 def presenter_toggle() -> bool:
-    """The presenter-mode switch, in the URL as present=true: in the sidebar normally; at the top of the page while
-    on, since the sidebar is hidden then. Returns whether it is on."""
+    """The presenter-mode switch: in the sidebar normally; at the top of the page while on, since the sidebar is
+    hidden then, beside a "Sentence" button where the class's own sentence is typed. Returns whether it is on.
+
+    The link keeps present=true out (`ui.state.LINK_SKIP`): a student who opens the presenter's link gets the
+    ordinary page, navigation and controls; `?present=true` still opens presenter mode.
+    """
     on = bool(get("present"))
-    help_text = "For a projector: hides the controls and enlarges the type. In the link as present=true."
+    help_text = (
+        "For a projector: hides the controls and enlarges the type. Open a link with ?present=true to start in it."
+    )
     if on:
         st.html(PRESENTER_CSS)
-        toggle("present", container=st, help=help_text)
+        row = st.container(horizontal=True, vertical_alignment="center", key="al-presenter")
+        toggle("present", container=row, help=help_text)
+        with row.popover("Sentence", icon=":material/edit:"):
+            key = "w:present:sentence"  # the sidebar's own box (hidden now) keeps w:sentence
+            st.session_state[key] = get("sentence")
+            st.text_area(PARAMS["sentence"].label or "sentence", key=key, height=120, max_chars=MAX_CHARS,
+                         on_change=_copy_into, args=("sentence", key))  # fmt: skip
+            st.caption("Ctrl+Enter or a click outside the box applies it.")
     else:
         toggle("present", container=st.sidebar, help=help_text)
     return on
