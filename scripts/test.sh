@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's, and CI's through .ci/run):
 #   bash scripts/test.sh [pytest arguments]
-# Creates .venv when missing, installs the test requirements and the package (editable), then runs
-# ruff (lint and format) and pytest over everything: unit, AppTest and real-browser tests.
+# Creates .venv when missing and installs uv.lock's exact set into it (the app's packages, the test tools and the
+# oracles: `uv sync --locked --all-groups`, with uv from PyPI), then runs ruff (lint and format) and pytest over
+# everything: unit, AppTest and real-browser tests.
 # Browser screenshots, the Streamlit server's log and junit.xml land in artifacts/ (git-ignored).
-# Exits non-zero when ruff or pytest fails, and when pytest collects no tests (its exit code 5).
+# Exits non-zero when the install, ruff or pytest fails, and when pytest collects no tests (its exit code 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
-# PyTorch's CPU index (in requirements.txt) is unreachable on some networks; pip's default 5 retries
-# with back-off then cost minutes per install. One quick retry and a 5 s timeout keep that to seconds.
-PIP_OPTS=(--retries 1 --timeout 5)
+UV_VERSION=0.13.9
 
 if [[ ! -x .venv/bin/python ]]; then
   "$PYTHON" -m venv .venv
@@ -19,11 +18,25 @@ fi
 .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   || { echo "scripts/test.sh: .venv needs Python 3.11 or newer" >&2; exit 1; }
 
-# Install only when the requirements or pyproject.toml changed since the last successful install.
-stamp=.venv/.installed-requirements
-wanted="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)"
+# Install only when the lock or pyproject.toml changed since the last successful install.
+stamp=.venv/.installed-lock
+wanted="$(cat uv.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
-  .venv/bin/pip install "${PIP_OPTS[@]}" -r requirements-dev.txt -e .
+  [[ -x .venv/bin/uv ]] || .venv/bin/python -m pip install --quiet "uv==$UV_VERSION"
+  # --inexact keeps pip and uv themselves in .venv; everything else is the lock's.
+  if ! .venv/bin/uv sync --locked --inexact --all-groups; then
+    # Where PyTorch's index cannot be reached (this project's CI machines): everything else from the lock with uv,
+    # then torch with pip, which finds the same wheel file through its own configuration (find-links) and installs
+    # it only if its SHA-256 is the lock's.
+    echo "scripts/test.sh: installing the locked torch with pip instead, checked against uv.lock's hash" >&2
+    .venv/bin/uv sync --locked --inexact --all-groups --no-install-package torch
+    .venv/bin/python -c '
+import tomllib
+torch = next(p for p in tomllib.load(open("uv.lock", "rb"))["package"] if p["name"] == "torch")
+print("torch==" + torch["version"], *("--hash=" + wheel["hash"] for wheel in torch["wheels"]))
+' > .venv/torch-locked.txt
+    .venv/bin/python -m pip install --retries 1 --timeout 5 --no-deps --require-hashes -r .venv/torch-locked.txt
+  fi
   echo "$wanted" > "$stamp"
 fi
 

@@ -1,5 +1,6 @@
-"""The installed environment is the one requirements.txt promises: torch 2.13.0's CPU build, no CUDA wheels,
-and the Streamlit settings that keep tracebacks and usage statistics away from users."""
+"""The installed environment is the one uv.lock promises: torch 2.13.0's CPU build, no CUDA wheels, the locked
+versions, and the Streamlit settings that keep tracebacks and usage statistics away from users. (What the lock
+itself holds is tests/test_lock.py's.)"""
 
 from __future__ import annotations
 
@@ -11,12 +12,6 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-
-
-def _requirements(name: str) -> list[str]:
-    lines = (ROOT / name).read_text().splitlines()
-    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
 
 
 def test_no_nvidia_distribution_is_installed():
@@ -33,24 +28,19 @@ def test_torch_is_the_pinned_cpu_build():
     assert local in ("", "cpu"), f"torch {metadata.version('torch')}"
 
 
-def test_requirements_pin_torch_and_add_the_cpu_index():
-    lines = _requirements("requirements.txt")
-    assert "torch==2.13.0" in lines, lines
-    index_lines = [line for line in lines if line.startswith(("--extra-index-url", "--index-url"))]
-    assert index_lines == [f"--extra-index-url {CPU_INDEX}"], index_lines
-    pins = {m.group(1).lower(): m.group(2) for line in lines if (m := re.fullmatch(r"([\w.-]+)==([\w.+]+)", line))}
-    for name in ("streamlit", "altair", "pandas", "torch"):
-        assert name in pins, f"{name} is not pinned in requirements.txt"
-    for name in ("streamlit", "altair", "pandas"):
-        assert metadata.version(name) == pins[name], f"{name}: installed {metadata.version(name)}, pinned {pins[name]}"
-    assert not {"pytest", "playwright", "hypothesis", "ruff"} & set(pins), "test tools belong in requirements-dev.txt"
-
-
-def test_dev_requirements_build_on_the_app_requirements():
-    lines = _requirements("requirements-dev.txt")
-    assert lines[0] == "-r requirements.txt"
-    names = {re.split(r"[=<>!~\[ ]", line, maxsplit=1)[0].lower() for line in lines[1:]}
-    assert {"pytest", "pytest-timeout", "hypothesis", "playwright", "ruff", "psutil"} <= names, names
+def test_installed_versions_are_the_locked_ones():
+    """The environment the tests run in is the lock's (scripts/test.sh installs it): every locked package that is
+    installed has the locked version, and the app's pins are installed."""
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    locked: dict[str, set[str]] = {}
+    for package in lock["package"]:
+        locked.setdefault(package["name"], set()).add(package["version"])
+    names = {re.sub(r"[-_.]+", "-", (d.metadata["Name"] or "")).lower(): d.version for d in metadata.distributions()}
+    moved = {name: (version, locked[name]) for name, version in names.items() if name in locked}
+    moved = {name: pair for name, pair in moved.items() if pair[0] not in pair[1]}
+    assert not moved, f"installed versions that are not the locked ones (installed, locked): {moved}"
+    for name in ("streamlit", "altair", "pandas", "torch", "safetensors", "tokenizers"):
+        assert name in names, f"{name} is locked but not installed"
 
 
 def test_streamlit_config_hides_errors_and_sends_no_statistics():

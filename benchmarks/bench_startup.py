@@ -1,0 +1,175 @@
+"""What a person waits for after `streamlit run dashboard.py`: the server answering, then the first chart drawn.
+
+    python benchmarks/bench_startup.py [--runs 5] [--pages] [--importtime] [--json out.json] [--root DIR]
+
+Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as tests/live_server.py
+does) and times, from the moment the command is started: /_stcore/health answering "ok", and the first heatmap
+drawn in headless Chromium (the `.al-heatmap[data-drawn]` its canvas sets once painted) on a page opened as soon
+as the server answers, as `streamlit run` itself opens the browser. Chromium is started before the clock, once,
+with a fresh context for every run. Medians of the runs are printed.
+
+--pages      after the last run, open every page once, then report the server's resident memory and which
+             installed distributions its modules came from (the measure behind tests/test_lock.py's list).
+--importtime where the seconds of the first session go: `python -X importtime` of what the first page imports,
+             the largest top-level packages by cumulative time.
+--root DIR   time another checkout (e.g. a clone at an older commit) with this one's Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import live_server  # noqa: E402  (the tests' way to find Chromium and a free port)
+
+# `streamlit run`, with the server's module names written to $BENCH_MODULES when it exits (SIGTERM included).
+WRAPPER = """
+import atexit, json, os, sys
+def _dump():
+    if os.environ.get("BENCH_MODULES"):
+        with open(os.environ["BENCH_MODULES"], "w") as out:
+            json.dump(sorted(sys.modules), out)
+atexit.register(_dump)
+from streamlit.web.cli import main
+sys.argv = ["streamlit", "run", *sys.argv[1:]]
+main()
+"""
+FIRST_CHART_JS = "() => document.querySelector('.al-heatmap[data-drawn]') !== null"
+APP = '[data-testid="stApp"]'
+
+
+def start(root: Path, port: int, log: Path, modules: Path | None = None) -> subprocess.Popen:
+    cmd = [sys.executable, "-c", WRAPPER, "dashboard.py", "--server.port", str(port)]
+    cmd += ["--server.address", live_server.LOOPBACK, "--server.headless", "true"]
+    cmd += ["--browser.gatherUsageStats", "false"]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    if modules is not None:
+        env["BENCH_MODULES"] = str(modules)
+    with log.open("wb") as out:
+        return subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def one_run(browser, root: Path, log: Path, modules: Path | None = None, pages: list[str] | None = None) -> dict:
+    """One fresh server: seconds to healthy and to the first heatmap drawn; with pages, every page opened once."""
+    port = live_server.free_port()
+    base = f"http://{live_server.LOOPBACK}:{port}"
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    t0 = time.monotonic()
+    proc = start(root, port, log, modules)
+    out: dict = {}
+    try:
+        while live_server.health(base) != "ok":
+            if proc.poll() is not None or time.monotonic() - t0 > 120:
+                raise RuntimeError(f"server did not come up:\n{live_server.log_tail(log)}")
+            time.sleep(0.02)
+        out["health_s"] = time.monotonic() - t0
+        page.goto(base, wait_until="commit")
+        page.wait_for_function(FIRST_CHART_JS, timeout=120_000, polling=20)
+        out["first_chart_s"] = time.monotonic() - t0
+        if pages is not None:
+            import psutil
+
+            for path in pages:
+                page.goto(f"{base}/{path}")
+                page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]', timeout=120_000)
+                page.wait_for_timeout(150)
+                page.wait_for_selector(f'{APP}[data-test-script-state="notRunning"]', timeout=120_000)
+            time.sleep(1)
+            out["rss_mib"] = psutil.Process(proc.pid).memory_info().rss / 2**20
+    finally:
+        context.close()
+        live_server.stop(proc)
+    return out
+
+
+def page_paths(root: Path) -> list[str]:
+    """Every page's URL path, from dashboard.py's list (the default page lives at /)."""
+    return ["", *re.findall(r'"pages/(\w+)\.py"', (root / "dashboard.py").read_text())]
+
+
+def distributions_of(modules: list[str]) -> set[str]:
+    """The installed distributions (normalized names) that the named top-level modules came from."""
+    owners = metadata.packages_distributions()
+    found = set()
+    for top in {m.split(".")[0] for m in modules}:
+        for dist in owners.get(top, []):
+            found.add(re.sub(r"[-_.]+", "-", dist).lower())
+    return found
+
+
+def importtime(root: Path, top: int = 12) -> list[tuple[str, float]]:
+    """`python -X importtime` of the first session's imports (the dashboard's ui and the math package, after
+    Streamlit, which the server has already imported): the top-level packages by cumulative seconds."""
+    code = "import streamlit; import ui, attention"
+    err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=root, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(root)}).stderr  # fmt: skip
+    rows = []
+    for line in err.splitlines():
+        parts = line.split("|")
+        if len(parts) != 3 or not parts[1].strip().isdigit():
+            continue
+        name = parts[2][1:]
+        depth = (len(name) - len(name.lstrip())) // 2
+        if depth <= 2:
+            rows.append((name.strip(), int(parts[1]) / 1e6))
+    return sorted(rows, key=lambda r: -r[1])[:top]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pages", action="store_true", help="open every page once after the last run")
+    parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    root = args.root.resolve()
+
+    from playwright.sync_api import sync_playwright
+
+    chromium, looked = live_server.find_chromium()
+    if chromium is None:
+        sys.exit(f"no Chromium ({looked})")
+    report: dict = {"root": str(root), "runs": []}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=live_server.CHROMIUM_ARGS)
+        for k in range(args.runs):
+            run = one_run(browser, root, Path(tmp) / f"server{k}.log")
+            report["runs"].append(run)
+            print(f"run {k + 1}: healthy {run['health_s']:.2f} s, first chart {run['first_chart_s']:.2f} s", flush=True)
+        for key in ("health_s", "first_chart_s"):
+            report[f"median_{key}"] = statistics.median(r[key] for r in report["runs"])
+        print(f"median of {args.runs}: healthy {report['median_health_s']:.2f} s, "
+              f"first chart {report['median_first_chart_s']:.2f} s")  # fmt: skip
+        if args.pages:
+            modules = Path(tmp) / "modules.json"
+            run = one_run(browser, root, Path(tmp) / "pages.log", modules, page_paths(root))
+            imported = sorted(distributions_of(json.loads(modules.read_text())))
+            report.update(rss_mib=run["rss_mib"], imported=imported)
+            print(f"every page once: server resident memory {run['rss_mib']:.0f} MiB")
+            print(f"{len(imported)} distributions imported by the server: {' '.join(imported)}")
+        browser.close()
+    if args.importtime:
+        report["importtime"] = importtime(root)
+        print("first session's imports, cumulative seconds (python -X importtime):")
+        for name, seconds in report["importtime"]:
+            print(f"  {seconds:6.2f}  {name}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
