@@ -1,39 +1,41 @@
-"""Soak: fresh sessions, one after another, open the heaviest link, move a slider, ask for every export and
-leave; the server's resident memory is sampled throughout, and a second round follows once the first
-round's sessions have expired.
+"""Soak: fresh visitors on every page's heaviest link, a few at a time, each asking for every download, with the
+server held to Community Cloud's 690 MiB by a real kernel limit; then a second round once the first has expired.
 
-    python benchmarks/soak.py [--sessions 30] [--rounds 2] [--ttl 120] [--matrices omega ...] [--query Q]
-                              [--json FILE]
+    python benchmarks/soak.py [--sessions 30] [--rounds 2] [--at-once 3] [--ttl 120] [--limit-mib 690]
+                              [--pages self_attention position ...] [--matrices omega ...] [--json FILE]
 
-Starts `streamlit run dashboard.py` on a free loopback port with `server.disconnectedSessionTTL` set to
---ttl seconds: Streamlit keeps a session whose websocket closed for that long (120 s by default, kept here)
-in case its tab reconnects, so the sessions that left in the last two minutes are all still held.
+The pages are dashboard.PAGES (a page added there is soaked too), each opened at its heaviest link: `HEAVIEST`
+below, the largest sizes its controls allow (512 tokens, 16 heads, d_model, d_k and d_v 256, and the page's own
+heaviest setting), or its plain URL when the table has no entry for it. Visitor i of a round opens page
+i mod 15 with a seed of its own (so each visitor has its own results, as different people would), moves the
+seed slider once more where the page has one, asks for every download the page offers (a deferred download is
+requested over the websocket, as a click does, and its file fetched from the media endpoint) and leaves.
+--at-once visitors are in flight at a time.
 
-Each session speaks Streamlit's websocket protocol (the load test's client): it opens the self-attention
-page at the largest sizes the controls allow (512 tokens, 16 heads, d_model, d_k and d_v 256), moves the
-seed slider to a value of its own (so each has its own result, ~140 MB at these sizes, as different
-visitors would), and then asks for every download the page offers, for every choice of the page's "Matrix"
-select box (or those given with --matrices): a deferred download is requested over the websocket, as a
-click does, and its file fetched over HTTP from the media endpoint; then it closes its websocket. --query
-opens another link instead (e.g. a result whose JSON is just inside the download bound).
+The server is `streamlit run dashboard.py` on a free loopback port, started inside a cgroup v1 memory group
+(/sys/fs/cgroup/memory/<name>, memory.limit_in_bytes = --limit-mib MiB, swap included) from its first byte: the
+kernel kills it if it passes the limit, as Community Cloud does. Without root or cgroup v1 (or with
+--no-cgroup) it runs without a limit and the peak is only read. `server.disconnectedSessionTTL` is --ttl:
+Streamlit keeps a closed session that long in case its tab comes back.
 
-Meanwhile a light session on the default link reruns the page every 0.2 s: its rerun times during an
-export show how long another user waits behind one. After each round the benchmark waits for the
-sessions to expire and records the server's resident memory twice: while Streamlit still holds the expired
-sessions (it drops them only when it stores another, so on an idle server they stay, up to 128 of them),
-and after a session connecting and leaving has made it drop them. Memory is the process and its children,
-in MB of 10^6 bytes: the stricter reading of Community Cloud's "690MB".
+Meanwhile a light session on the default link reruns every 0.2 s: its rerun times (p95) are what another visitor
+waits while the soak goes on. After each round the benchmark waits for the sessions to expire and records the
+server's memory (process and children, MB of 10^6 bytes: resident and anonymous, sampled every 0.1 s; and the
+cgroup's own peak, page cache included).
 
-Passes (exit 0) when the peak stays under --limit-mb (690) and the second round adds less than
---growth-mb (50) to what the first left, counted either way; a benchmark, not a test: loopback only, numbers
-depend on the machine.
+Passes (exit 0) when the server was never killed, the sampled peak stays under --limit-mb (690), the second
+round adds less than --growth-mb (50) to what the first left, the probe's p95 stays under --p95-ms (1000) and no
+visit failed. A benchmark, not a test: loopback only, numbers depend on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -49,51 +51,170 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import live_server  # noqa: E402  (the tests' way to start the server)
-import load_test  # noqa: E402  (its websocket client and memory reading)
+import load_test  # noqa: E402  (its websocket client)
 
-HEAVY = {
-    "sentence": " ".join(f"w{i}" for i in range(1, 513)),  # 512 distinct tokens: the most the page allows
-    "heads": "16",
-    "d_model": "256",
-    "d_k": "256",
-    "d_v": "256",
+WORDS = " ".join(f"w{i}" for i in range(1, 513))  # 512 distinct tokens: the most the pages allow
+HEAVY = {"sentence": WORDS, "heads": "16", "d_model": "256", "d_k": "256", "d_v": "256"}
+# Each page's heaviest link (URL parameters); a page not listed opens its plain URL. "{visitor}" in a value is
+# the visitor's number: the Real model page gets a sentence of its own per visitor (a model run of its own).
+HEAVIEST: dict[str, dict[str, str]] = {
+    "self_attention": HEAVY,
+    "masks": {**HEAVY, "mask": "causal", "dropout": "0.5"},  # six (h, T, T) matrices: the most of any page
+    "multi_head": HEAVY,
+    "cross_attention": {**HEAVY, "cross_sentence": " ".join(f"k{i}" for i in range(1, 513))},
+    "position": {**HEAVY, "position": "rope"},  # five results at once before ui/budget.py
+    "compare": {**HEAVY, "b_heads": "16", "b_d_k": "256", "b_d_v": "256"},
+    "scaling": {**HEAVY, "nseeds": "64"},
+    "pitfalls": HEAVY,
+    "mask_editor": HEAVY,
+    "soft_lookup": HEAVY,
+    "real_model": {"sentence": " ".join(f"word{j}" for j in range(400)) + " visitor {visitor}"},  # cut to 510
+    "grouped_query": HEAVY,
+    "kv_cache": {**HEAVY, "decode_step": "511"},
+    "flash_attention": {**HEAVY, "block_size": "1"},
 }
-LIMIT_MB = 690.0  # Streamlit Community Cloud's guaranteed memory for the whole app, every visitor together
+LIMIT_MIB = 690  # Streamlit Community Cloud's memory for the whole app, every visitor together
+LIMIT_MB = 690.0  # the sampled peak must stay under this many MB (10^6 bytes): the stricter reading
 GROWTH_MB = 50.0
+P95_MS = 1000.0
 SAMPLE_S = 0.1
 PROBE_PAUSE_S = 0.2
+VISIT_TIMEOUT_S = 180.0  # one message of a visit's run: a run may wait for the server's memory budget first
+CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 
 
-def rss_mb(server) -> float:
-    """Resident memory of the server process and its children, in MB (10^6 bytes)."""
-    return load_test.rss_mib(server) * 2**20 / 1e6
+def pages() -> list[str]:
+    """Every page of the dashboard, by URL path (its file name), in the navigation's order."""
+    import dashboard
+
+    return [Path(path).stem for section in dashboard.PAGES.values() for path, _, _ in section]
+
+
+def link(page: str, visitor: int) -> str:
+    """The query string of a page's heaviest link for one visitor: its own seed, and "{visitor}" filled in."""
+    params = {k: v.replace("{visitor}", str(visitor)) for k, v in HEAVIEST.get(page, {}).items()}
+    return urllib.parse.urlencode({**params, "seed": str(1000 + visitor)})
+
+
+# --------------------------------------------------------------------------- the server in a memory cgroup
+
+
+def cgroup_available() -> str | None:
+    """None when a cgroup v1 memory group can be made here, else why not."""
+    if not (CGROUP_ROOT / "memory.limit_in_bytes").exists():
+        return f"no cgroup v1 memory controller at {CGROUP_ROOT}"
+    if os.geteuid() != 0 or not os.access(CGROUP_ROOT, os.W_OK):
+        return f"{CGROUP_ROOT} is not writable (needs root)"
+    return None
+
+
+class Cgroup:
+    """A cgroup v1 memory group of limit_mib MiB, swap included (a process in it is killed rather than swapped)."""
+
+    def __init__(self, name: str, limit_mib: int) -> None:
+        self.path = CGROUP_ROOT / name
+        self.path.mkdir(exist_ok=True)
+        self.limit = limit_mib << 20
+        (self.path / "memory.limit_in_bytes").write_text(str(self.limit))
+        memsw = self.path / "memory.memsw.limit_in_bytes"
+        if memsw.exists():
+            memsw.write_text(str(self.limit))
+
+    def join(self) -> None:
+        """Move the calling process in (a preexec_fn: the server is in the group from its first byte)."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def read(self, name: str) -> str:
+        return (self.path / name).read_text()
+
+    def stat(self) -> dict[str, int]:
+        return {k: int(v) for k, v in (line.split() for line in self.read("memory.stat").splitlines())}
+
+    def oom_kills(self) -> int:
+        fields = dict(line.split() for line in self.read("memory.oom_control").splitlines())
+        return int(fields.get("oom_kill", 0))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "limit_bytes": self.limit,
+            "max_usage_mb": round(int(self.read("memory.max_usage_in_bytes")) / 1e6, 1),
+            "max_usage_note": "page cache included (reclaimed before anything is killed)",
+            "failcnt": int(self.read("memory.failcnt")),
+            "oom_kills": self.oom_kills(),
+        }
+
+    def remove(self) -> None:
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+
+def start_server(port: int, log: Path, ttl: int, group: Cgroup | None) -> subprocess.Popen:
+    """`streamlit run dashboard.py` as live_server.start runs it, inside `group` from its first byte."""
+    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port),
+           "--server.address", live_server.LOOPBACK, "--server.headless", "true", "--server.fileWatcherType", "none",
+           "--browser.gatherUsageStats", "false", "--server.disconnectedSessionTTL", str(ttl)]  # fmt: skip
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out,
+                                stderr=subprocess.STDOUT, preexec_fn=group.join if group else None)  # fmt: skip
+    deadline = time.monotonic() + live_server.HEALTH_TIMEOUT_S
+    while live_server.health(f"http://{live_server.LOOPBACK}:{port}") != "ok":
+        if proc.poll() is not None or time.monotonic() > deadline:
+            live_server.stop(proc)
+            raise RuntimeError(f"streamlit did not come up ({proc.returncode}):\n{live_server.log_tail(log)}")
+        time.sleep(0.2)
+    return proc
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(resident, anonymous) MB of a process: what it holds, and what only it holds (no file pages)."""
+    resident = anonymous = 0
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Rss:"):
+                resident = int(line.split()[1]) * 1024
+            elif line.startswith("Anonymous:"):
+                anonymous = int(line.split()[1]) * 1024
+    return resident / 1e6, anonymous / 1e6
 
 
 class Sampler(threading.Thread):
     """Samples the server's memory every SAMPLE_S seconds, each sample tagged with the current phase."""
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: subprocess.Popen) -> None:
         super().__init__(daemon=True)
         self.server = server
         self.phase = "start"
-        self.samples: list[tuple[float, float, str]] = []  # (seconds since start, MB, phase)
+        self.samples: list[tuple[float, float, float, str]] = []  # (seconds since start, resident, anon, phase)
         self.stopped = threading.Event()
         self.t0 = time.monotonic()
 
     def run(self) -> None:
         while not self.stopped.is_set():
-            self.samples.append((time.monotonic() - self.t0, rss_mb(self.server), self.phase))
+            try:
+                resident, anonymous = memory_mb(self.server.pid)
+            except (OSError, StopIteration):  # the server is gone
+                break
+            self.samples.append((time.monotonic() - self.t0, resident, anonymous, self.phase))
             self.stopped.wait(SAMPLE_S)
 
-    def peak(self) -> tuple[float, str]:
-        _, mb, phase = max(self.samples, key=lambda s: s[1])
-        return mb, phase
+    def peak(self, which: int = 1) -> tuple[float, str]:
+        if not self.samples:
+            return 0.0, "none"
+        sample = max(self.samples, key=lambda s: s[which])
+        return sample[which], sample[3]
 
     def settled(self, seconds: float = 2.0) -> float:
-        """The median of the last few seconds' samples."""
+        """The median resident memory of the last few seconds' samples."""
         time.sleep(seconds)
         cut = time.monotonic() - self.t0 - seconds
-        return statistics.median(mb for t, mb, _ in self.samples if t >= cut)
+        recent = [mb for t, mb, _, _ in self.samples if t >= cut]
+        return statistics.median(recent) if recent else 0.0
+
+
+# --------------------------------------------------------------------------- visitors
 
 
 class Probe(threading.Thread):
@@ -102,6 +223,7 @@ class Probe(threading.Thread):
     def __init__(self, port: int) -> None:
         super().__init__(daemon=True)
         self.client = load_test.WsClient(port, query="seed=1")
+        self.client.ws.settimeout(VISIT_TIMEOUT_S)
         self.client.rerun()
         self.reruns: list[tuple[float, float]] = []
         self.failures: list[str] = []
@@ -136,11 +258,14 @@ class Export:
 
 @dataclass
 class Visit:
+    page: str
+    start: float = 0.0
+    end: float = 0.0
     load_s: float = 0.0
-    slider_s: float = 0.0
+    slider_s: float | None = None
     reruns_s: list[float] = field(default_factory=list)
     exports: list[Export] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # what the page said about its downloads
+    notes: list[str] = field(default_factory=list)  # what the page said about its downloads or its memory
     failures: list[str] = field(default_factory=list)
 
 
@@ -158,37 +283,47 @@ def download(client: load_test.WsClient, button: dict) -> Export:
     return Export(button["label"], "ok", time.monotonic() - start, len(body), start, head)
 
 
-def visit(port: int, page: str, query: str, step: int, matrices: Sequence[str] = ()) -> Visit:
-    """One fresh session: open the link, move the seed slider `step` up (each session its own result, as
-    different visitors have), ask for every export (of the matrix picker's choices: these, or all), leave."""
+NOTE_WORDS = ("download", "command line", "memory", "try again")
+
+
+def visit(port: int, page: str, query: str, matrices: Sequence[str] = ()) -> Visit:
+    """One fresh visitor: open the link, move the seed slider one up where the page has one (another result of
+    its own), ask for every download (for each of the matrix picker's choices given in `matrices`), leave."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-    v = Visit()
-    client = load_test.WsClient(port, query=query, page=page)
+    v = Visit(page, start=time.monotonic())
+    client = None
     try:
+        client = load_test.WsClient(port, query=query, page=page)
+        client.ws.settimeout(VISIT_TIMEOUT_S)
         v.load_s, shown = client.rerun()
-        seed = int(dict(urllib.parse.parse_qsl(query)).get("seed", 123))
-        v.slider_s, shown = client.rerun({"seed": seed + step})
-        # the matrix picker's other choices, each a rerun (the seed stays: the page keeps it in the session)
+        runs = [shown]
+        if "seed" in client.sliders:
+            seed = int(dict(urllib.parse.parse_qsl(query)).get("seed", 123))
+            v.slider_s, shown = client.rerun({"seed": seed + 1})
+            runs.append(shown)
         picker = next((w for k, w in shown["selectboxes"].items() if k.startswith("Matrix")), None)
-        choices = [None, *(c for c in (picker[1][1:] if picker else []) if not matrices or c in matrices)]
         asked: set[str] = set()
-        for choice in choices:
+        for i, choice in enumerate([None, *(c for c in (picker[1][1:] if picker else []) if c in matrices)]):
             if choice is not None:
                 seconds, shown = client.rerun(states=[WidgetState(id=picker[0], string_value=choice)])
                 v.reruns_s.append(seconds)
-            if shown["exception"]:
-                v.failures.append(f"the page showed an error: {[t[:200] for t in shown['text']][:3]}")
-            v.notes += [t for t in shown["text"] if "download" in t.lower() or "command line" in t.lower()]
+                runs.append(shown)
+            for run in runs if i == 0 else [shown]:
+                if run["exception"]:
+                    v.failures.append(f"{page}: the page showed an error: {[t[:200] for t in run['text']][:3]}")
+                v.notes += [t for t in run["text"] if any(w in t.lower() for w in NOTE_WORDS)]
             # a run's buttons are asked for before the next run: each run registers new deferred files
             for button in shown["downloads"]:
                 if button["label"] not in asked:
                     asked.add(button["label"])
                     v.exports.append(download(client, button))
     except Exception as exc:  # a lost connection, a timeout
-        v.failures.append(f"{type(exc).__name__}: {exc}")
+        v.failures.append(f"{page}: {type(exc).__name__}: {exc}")
     finally:
-        client.ws.close()
+        if client is not None:
+            client.ws.close()
+        v.end = time.monotonic()
     return v
 
 
@@ -201,25 +336,31 @@ def reap(port: int) -> None:
 
 def soak(args: argparse.Namespace) -> dict:
     port = live_server.free_port()
-    options = ("--server.disconnectedSessionTTL", str(args.ttl))
-    server = live_server.start(port, Path(args.log), options=options)
+    why_not = "--no-cgroup" if args.no_cgroup else cgroup_available()
+    group = None if why_not else Cgroup(f"attention-lab-soak-{os.getpid()}", args.limit_mib)
+    server = start_server(port, Path(args.log), args.ttl, group)
     sampler = Sampler(server)
     sampler.start()
-    query = args.query or urllib.parse.urlencode(HEAVY)
-    memory: dict[str, float] = {"server started": rss_mb(server)}
+    memory: dict[str, float] = {"server started": sampler.settled(0.5)}
     visits: list[list[Visit]] = []
     probe = None
+    names = args.pages or pages()
     try:
         probe = Probe(port)  # imports torch, pandas and the rest: the first run
         memory["one light session"] = sampler.settled()
         probe.start()
         for r in range(args.rounds):
             sampler.phase = f"round {r + 1}"
-            visits.append([])
-            for i in range(args.sessions):
-                step = r * args.sessions + i + 1
-                visits[-1].append(visit(port, args.page, query, step, args.matrices))
-                print(f"round {r + 1} session {i + 1}: {rss_mb(server):.0f} MB", file=sys.stderr, flush=True)
+            plan = [(names[i % len(names)], r * args.sessions + i + 1) for i in range(args.sessions)]
+            with concurrent.futures.ThreadPoolExecutor(args.at_once) as pool:
+                futures = [pool.submit(visit, port, p, link(p, n), args.matrices) for p, n in plan]
+                visits.append([])
+                for (p, n), future in zip(plan, futures, strict=True):
+                    visits[-1].append(future.result())
+                    resident = sampler.samples[-1][1] if sampler.samples else 0
+                    print(f"round {r + 1} visitor {n} ({p}): {resident:.0f} MB", file=sys.stderr, flush=True)
+            if server.poll() is not None:
+                break
             sampler.phase = f"after round {r + 1}"
             memory[f"round {r + 1} just ended"] = sampler.settled(1.0)  # the last --ttl seconds' sessions held
             time.sleep(args.ttl + 2)  # every session of the round has expired, but Streamlit still holds them
@@ -232,68 +373,93 @@ def soak(args: argparse.Namespace) -> dict:
             probe.join(timeout=60)
         sampler.stopped.set()
         sampler.join()
-        live_server.stop(server)
-    return summary(args, memory, sampler, visits, probe)
+        exit_code = server.poll()
+        cgroup = group.summary() if group else None
+        if exit_code is None:
+            live_server.stop(server)
+        if group:
+            group.remove()
+    return summary(args, memory, sampler, visits, probe, exit_code, cgroup, why_not)
 
 
-def summary(args: argparse.Namespace, memory: dict, sampler: Sampler, visits: list[list[Visit]], probe) -> dict:
-    peak, phase = sampler.peak()
+def summary(args: argparse.Namespace, memory: dict, sampler: Sampler, visits: list[list[Visit]], probe,
+            exit_code: int | None, cgroup: dict | None, why_not: str | None) -> dict:  # fmt: skip
+    peak, phase = sampler.peak(1)
+    peak_anon, _ = sampler.peak(2)
     every = [v for round_ in visits for v in round_]
     exports = [e for v in every for e in v.exports]
     by_label: dict[str, dict[str, Any]] = {}
     for e in exports:
         s = by_label.setdefault(e.label, {"asked": 0, "statuses": {}, "max_s": 0.0, "max_bytes": 0, "answers": []})
         s["asked"] += 1
-        s["statuses"][e.status] = s["statuses"].get(e.status, 0) + 1
+        status = e.status if not e.status.startswith("error") else "error"
+        s["statuses"][status] = s["statuses"].get(status, 0) + 1
         s["max_s"] = round(max(s["max_s"], e.seconds), 3)
         s["max_bytes"] = max(s["max_bytes"], e.bytes)
         if e.head and e.head not in s["answers"]:
             s["answers"].append(e.head)
-    windows = [(e.start, e.start + e.seconds) for e in exports if e.status == "ok" and e.seconds > 0.05]
-    during, other = [], []
-    for start, seconds in probe.reruns if probe else []:
-        overlaps = any(start < end and start + seconds > begin for begin, end in windows)
-        (during if overlaps else other).append(seconds)
+    by_page: dict[str, dict[str, Any]] = {}
+    for v in every:
+        s = by_page.setdefault(v.page, {"visits": 0, "load_s": [], "downloads": 0})
+        s["visits"] += 1
+        s["load_s"].append(round(v.load_s, 2))
+        s["downloads"] += sum(e.status == "ok" for e in v.exports)
     growth = None
     if "after round 2, dropped" in memory:  # the larger of the two: with the expired sessions held, and dropped
         growth = max(memory[f"after round 2, {w}"] - memory[f"after round 1, {w}"] for w in ("expired", "dropped"))
     failures = [f for v in every for f in v.failures] + (probe.failures if probe else [])
+    failures += [f"{e.label}: {e.status}" for e in exports if e.status.startswith("error")]
     notes = sorted({n for v in every for n in v.notes})
+    reruns = [seconds for _, seconds in probe.reruns] if probe else []
+    windows = [(v.start, v.end) for v in every]
+    during = [s for start, s in (probe.reruns if probe else []) if any(a < start < b for a, b in windows)]
+    killed = exit_code is not None or bool(cgroup and cgroup["oom_kills"])
 
     def ms(values: list[float], q: float) -> int | None:
         return round(1000 * load_test.percentile(values, q)) if values else None
 
+    p95 = ms(reruns, 0.95)
     return {
         "sessions_per_round": args.sessions,
         "rounds": len(visits),
+        "at_once": args.at_once,
         "ttl_s": args.ttl,
-        "link": f"/{args.page}?" + (args.query[:200] or urllib.parse.urlencode({**HEAVY, "sentence": "w1 … w512"})),
+        "pages": sorted(by_page),
+        "limit": f"cgroup v1, {args.limit_mib} MiB (swap included)" if cgroup else f"none ({why_not})",
+        "killed": killed,
+        "server_exit_code": exit_code,
+        "cgroup": cgroup,
         "peak_mb": round(peak, 1),
         "peak_phase": phase,
+        "peak_anon_mb": round(peak_anon, 1),
         "memory_mb": {k: round(v, 1) for k, v in memory.items()},
         "second_round_growth_mb": None if growth is None else round(growth, 1),
-        "load_s_median": round(statistics.median(v.load_s for v in every), 2) if every else None,
-        "slider_s_median": round(statistics.median(v.slider_s for v in every), 2) if every else None,
+        "by_page": by_page,
         "exports": by_label,
-        "notes": notes[:10],
-        "probe_reruns": len(probe.reruns) if probe else 0,
-        "probe_ms_during_exports": {"n": len(during), "p50": ms(during, 0.5), "max": ms(during, 1.0)},
-        "probe_ms_otherwise": {"n": len(other), "p50": ms(other, 0.5), "max": ms(other, 1.0)},
+        "notes": notes[:12],
+        "probe_reruns": len(reruns),
+        "probe_ms": {"p50": ms(reruns, 0.5), "p95": p95, "max": ms(reruns, 1.0)},
+        "probe_ms_during_visits": {"n": len(during), "p50": ms(during, 0.5), "p95": ms(during, 0.95)},
         "failures": failures[:20],
-        "ok": not failures and peak < args.limit_mb and (growth is None or growth < args.growth_mb),
-    }
+        "ok": not killed and not failures and peak < args.limit_mb
+        and (growth is None or growth < args.growth_mb) and (p95 is None or p95 < args.p95_ms),
+    }  # fmt: skip
 
 
 def report(r: dict) -> None:
-    print(f"\n== soak: {r['rounds']} rounds of {r['sessions_per_round']} sessions on {r['link']}, TTL {r['ttl_s']} s")
-    print(f"peak {r['peak_mb']} MB ({r['peak_phase']}); " + ", ".join(f"{k}: {v}" for k, v in r["memory_mb"].items()))
+    print(f"\n== soak: {r['rounds']} rounds of {r['sessions_per_round']} visitors, {r['at_once']} at a time, over "
+          f"{len(r['pages'])} pages; limit {r['limit']}; TTL {r['ttl_s']} s")  # fmt: skip
+    print(f"killed: {r['killed']}; cgroup: {r['cgroup']}")
+    print(f"peak {r['peak_mb']} MB resident ({r['peak_phase']}), {r['peak_anon_mb']} MB anonymous")
+    print("memory: " + ", ".join(f"{k}: {v}" for k, v in r["memory_mb"].items()))
     print(f"second round added {r['second_round_growth_mb']} MB")
-    print(f"load {r['load_s_median']} s, slider {r['slider_s_median']} s (medians)")
+    for page, s in r["by_page"].items():
+        print(f"  {page}: {s['visits']} visits, load {s['load_s']} s, {s['downloads']} downloads")
     for label, s in r["exports"].items():
         print(f"  {label}: {s['statuses']}, up to {s['max_s']} s and {s['max_bytes'] / 1e6:.2f} MB {s['answers'][:1]}")
     for note in r["notes"]:
         print(f"  note: {note[:200]}")
-    print(f"probe reruns during exports (ms): {r['probe_ms_during_exports']}; otherwise: {r['probe_ms_otherwise']}")
+    print(f"probe reruns (ms): {r['probe_ms']} of {r['probe_reruns']}; during visits: {r['probe_ms_during_visits']}")
     print(f"failures: {len(r['failures'])}")
     for failure in r["failures"]:
         print("  " + failure)
@@ -301,23 +467,28 @@ def report(r: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=30, help="fresh sessions a round (default 30, at most 60)")
+    parser.add_argument("--sessions", type=int, default=30, help="fresh visitors a round (default 30, at most 120)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds (default 2)")
+    parser.add_argument("--at-once", type=int, default=3, help="visitors in flight at a time (default 3)")
     parser.add_argument(
         "--ttl", type=int, default=120, help="server.disconnectedSessionTTL in seconds (default 120, Streamlit's)"
     )
-    parser.add_argument("--page", default="", help="the page's URL path (default: the self-attention page)")
-    parser.add_argument("--query", default="", help="another link's query string (default: the heaviest link)")
+    parser.add_argument("--pages", nargs="*", default=(), help="these pages' URL paths (default: every page)")
     parser.add_argument(
-        "--matrices", nargs="*", default=(), help="the matrix picker's choices to download (default: all of them)"
+        "--matrices", nargs="*", default=(), help="the matrix picker's other choices to download too (default none)"
     )
-    parser.add_argument("--limit-mb", type=float, default=LIMIT_MB, help="the peak must stay under this")
+    parser.add_argument("--limit-mib", type=int, default=LIMIT_MIB, help="the cgroup's memory limit (default 690)")
+    parser.add_argument("--no-cgroup", action="store_true", help="run the server without a memory limit")
+    parser.add_argument("--limit-mb", type=float, default=LIMIT_MB, help="the sampled peak must stay under this")
     parser.add_argument("--growth-mb", type=float, default=GROWTH_MB, help="the second round must add less")
+    parser.add_argument("--p95-ms", type=float, default=P95_MS, help="the probe's rerun p95 must stay under this")
     parser.add_argument("--log", default="/tmp/attention-lab-soak-server.log", help="the server's output")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
-    if not 1 <= args.sessions <= 60 or not 1 <= args.rounds <= 5 or not 1 <= args.ttl <= 600:
-        parser.error("--sessions must be 1..60, --rounds 1..5 and --ttl 1..600")
+    if not 1 <= args.sessions <= 120 or not 1 <= args.rounds <= 5 or not 1 <= args.ttl <= 600:
+        parser.error("--sessions must be 1..120, --rounds 1..5 and --ttl 1..600")
+    if not 1 <= args.at_once <= 16:
+        parser.error("--at-once must be 1..16")
     result = soak(args)
     report(result)
     if args.json:

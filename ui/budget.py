@@ -35,7 +35,7 @@ from attention import budget as sizes
 
 MB = 1_000_000
 BUDGET_MB = 200  # the whole server's large results, computed and held, together (README, "Memory")
-WAIT_S = 30.0  # a run that has not been admitted after this long is told to try again
+WAIT_S = 120.0  # a run not admitted after this long is told to try again (the spinner says why it waits)
 POLL_S = 0.25  # how often a waiting run looks whether the Result it waits for was made by another session
 
 T = TypeVar("T")
