@@ -3,7 +3,8 @@
     norm-based attention (Kobayashi et al. 2020):  ||alpha_ij f(x_j)||,   f(x_j) = (x_j W_V + b_V) W_O^head
     attention rollout (Abnar & Zuidema 2020):      A'_l = rownorm(0.5 A_l + 0.5 I),   R_l = A'_l ... A'_1
     head behaviour scores: one number in [0, 1] per (layer, head) for previous token, next token,
-    [CLS]/[SEP] sink, same word and coreference, on one sentence.
+    [CLS]/[SEP] sink, same word and coreference, on one sentence (coreference: the weight from a pronoun to
+    the antecedent `coreference_pair` guesses, on any sentence).
 
 Pure functions on tensors: they read the pretrained model (`attention.pretrained`) and toy results alike.
 A toy `Result` of one layer passes `result.weights[None]` where a layer axis is expected.
@@ -170,6 +171,67 @@ def coreference(weights: torch.Tensor, pronoun: int, antecedent: int) -> torch.T
     return weights[..., pronoun, antecedent]
 
 
+# English third-person pronouns (and the relative ones that point back the same way), lower case
+PRONOUNS = frozenset(
+    "it its itself he him his himself she her hers herself they them their theirs themselves who whom whose "
+    "which".split()
+)
+# words that open a noun phrase: the word after one is taken for a noun ("the animal", "her sister")
+DETERMINERS = frozenset("the a an this that these those my your our his her its their some every each".split())
+# words that are never the antecedent: determiners, pronouns, auxiliaries, conjunctions, prepositions, negation
+_NOT_NOUNS = (
+    DETERMINERS
+    | PRONOUNS
+    | frozenset(
+        "i me you we us is are was were be been being am do does did have has had will would can could shall should "
+        "may might must not no and or but because so if when while as than then there here to of in on at by for "
+        "with from into onto over under about after before up down out too very didn't don't doesn't isn't wasn't "
+        "i'm it's n't".split()
+    )
+)
+_ENDS = frozenset(".!?;")
+
+
+def _word(token: str) -> str:
+    return token.lower().strip("\"'“”‘’,.;:!?()")
+
+
+def coreference_pair(tokens: Sequence[str]) -> tuple[int, int] | None:
+    """(pronoun, antecedent) token indices on any sentence, by a documented heuristic; None when there is no pair.
+
+    The pronoun is the first token in PRONOUNS with a word before it. Its antecedent is taken as English readers
+    first guess it, the subject (first-mention) preference: the first noun of the pronoun's sentence, a noun
+    being a word after a determiner ("the animal", "my sister"), else any word that is neither a function word
+    nor a pronoun ("Mary said she ..."); when its sentence has none before it, the nearest such word earlier. It
+    is a guess, not a resolution: "The trophy didn't fit in the suitcase because it was too small" names
+    "trophy". Model tokens work too: [CLS]/[SEP] are skipped and "##" pieces belong to the word before them.
+    """
+    words = [_word(t) for t in tokens]
+    skip = [
+        t.startswith("[") and t.endswith("]") or t.startswith("##") or not w for t, w in zip(tokens, words, strict=True)
+    ]
+    pronoun = next((i for i, w in enumerate(words) if w in PRONOUNS and not skip[i] and i > 0), None)
+    if pronoun is None:
+        return None
+    start = max((i + 1 for i in range(pronoun) if tokens[i][-1:] in _ENDS or words[i] in _ENDS), default=0)
+
+    def before(i: int) -> str:  # the word before token i ("" at the start)
+        j = i - 1
+        while j >= 0 and skip[j]:
+            j -= 1
+        return words[j] if j >= 0 else ""
+
+    def nouns(lo: int, hi: int) -> list[int]:
+        candidates = [i for i in range(lo, hi) if not skip[i] and words[i] not in _NOT_NOUNS and words[i].isalpha()]
+        return [i for i in candidates if before(i) in DETERMINERS] or candidates
+
+    here = nouns(start, pronoun)
+    if here:
+        return pronoun, here[0]  # the subject of the pronoun's own sentence
+    earlier = nouns(0, start)
+    return (pronoun, earlier[-1]) if earlier else None
+
+
 def find_token(tokens: Sequence[str], token: str) -> int | None:
     """Index of the first token equal to `token` (the model's lower-case piece, e.g. "it"), else None."""
     return tokens.index(token) if token in tokens else None
@@ -216,3 +278,42 @@ def best_heads(scores: HeadScores) -> dict[str, tuple[int, int]]:
         index = int(torch.argmax(s))  # over the flattened (L, h) grid
         best[name] = (index // s.shape[-1], index % s.shape[-1])
     return best
+
+
+# decoder head scores (causal weights: query 0 sees only itself, so it is left out of every mean) -------------
+
+
+def first_token(weights: torch.Tensor) -> torch.Tensor:
+    """Attention sink: mean over queries i = 1..T-1 of A[i, 0], the weight on the first token."""
+    t = weights.shape[-1]
+    return weights[..., 1:, 0].mean(dim=-1) if t > 1 else weights.new_zeros(weights.shape[:-2])
+
+
+def self_token(weights: torch.Tensor) -> torch.Tensor:
+    """Mean over queries i = 1..T-1 of A[i, i], the weight a token puts on itself."""
+    diagonal = torch.diagonal(weights, dim1=-2, dim2=-1)[..., 1:]  # (..., T-1)
+    return diagonal.mean(dim=-1) if diagonal.shape[-1] else weights.new_zeros(weights.shape[:-2])
+
+
+def induction_targets(ids: Sequence[int]) -> torch.Tensor:
+    """(T, T) bool: key j is the token right after an earlier copy of query i's token (ids[j-1] = ids[i], j <= i).
+
+    An induction head attends there, to copy what came next last time (Olsson et al. 2022)."""
+    x = torch.as_tensor(list(ids))
+    t = x.shape[0]
+    same = x[:, None] == x[None, :]  # (T, T): ids[i] == ids[j]
+    earlier = torch.ones(t, t, dtype=torch.bool).tril(diagonal=-1)  # j < i
+    targets = torch.zeros(t, t, dtype=torch.bool)
+    targets[:, 1:] = (same & earlier)[:, :-1]  # key j + 1 after each earlier copy j
+    return targets
+
+
+def induction(weights: torch.Tensor, ids: Sequence[int]) -> torch.Tensor:
+    """Mean, over the queries whose token appeared before, of the weight on the tokens after its earlier copies;
+    0 when no token repeats. weights (..., T, T) -> (...)."""
+    targets = induction_targets(ids)  # (T, T)
+    rows = targets.any(dim=-1)  # (T,) queries that can induct
+    if not bool(rows.any()):
+        return weights.new_zeros(weights.shape[:-2])
+    on_targets = (weights * targets).sum(dim=-1)  # (..., T)
+    return on_targets[..., rows].mean(dim=-1)

@@ -5,6 +5,9 @@ one value of d_head numbers:
 
     bytes = 2 * layers * kv_heads * d_head * tokens * bytes_per_number      (one sequence)
 
+(layers * kv_heads * (d_k + d_v) * tokens * bytes_per_number when keys and values differ in width, as the toy
+pages' d_k = 24 and d_v = 28 do.)
+
 Multi-head attention has kv_heads = heads; grouped-query attention (GQA) shares each K/V head among
 heads / kv_heads query heads; multi-query attention (MQA) keeps one. The model shapes below are the
 numbers in each model's config.json on the Hugging Face Hub (num_hidden_layers, num_attention_heads,
@@ -25,18 +28,22 @@ BYTES_PER_NUMBER = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int
 CONTEXTS = tuple(2**k for k in range(9, 18))
 
 
-def kv_cache_bytes(layers: int, kv_heads: int, d_head: int, tokens: int, bytes_per_number: int = 2) -> int:
-    """2 (a key and a value) * layers * kv_heads * d_head * tokens * bytes_per_number, for one sequence.
+def kv_cache_bytes(
+    layers: int, kv_heads: int, d_head: int, tokens: int, bytes_per_number: int = 2, *, d_v: int | None = None
+) -> int:
+    """layers * kv_heads * (d_k + d_v) * tokens * bytes_per_number, for one sequence: a key of d_k = d_head
+    numbers and a value of d_v numbers (d_head unless given: 2 * d_head, as in every published model).
 
     bytes_per_number 2 is float16/bfloat16, the usual format for serving.
     """
-    sizes = {"layers": layers, "kv_heads": kv_heads, "d_head": d_head, "bytes_per_number": bytes_per_number}
+    d_v = d_head if d_v is None else d_v
+    sizes = {"layers": layers, "kv_heads": kv_heads, "d_head": d_head, "d_v": d_v, "bytes_per_number": bytes_per_number}
     for name, n in sizes.items():
         if n < 1:
             raise ValueError(f"{name} must be at least 1, got {n}")
     if tokens < 0:
         raise ValueError(f"tokens must be 0 or more, got {tokens}")
-    return 2 * layers * kv_heads * d_head * tokens * bytes_per_number
+    return layers * kv_heads * (d_head + d_v) * tokens * bytes_per_number
 
 
 @dataclass(frozen=True)

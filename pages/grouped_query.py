@@ -16,6 +16,14 @@ ui.show_url_warnings(heads=8, kv_heads=2)
 ui.controls(["sentence", "heads", "d_k", "d_v", "seed", "mask", "padding", "window"])
 heads = int(ui.get("heads"))
 choices = gqa.divisors(heads)
+wanted = int(ui.get("kv_heads"))
+if wanted not in choices:  # a link's kv_heads=3 with 8 heads, or heads changed under it: say so, keep the nearest
+    nearest = max(n for n in choices if n <= max(wanted, 1))
+    st.warning(
+        f"kv_heads={wanted} does not divide heads={heads} (each K/V head serves an equal group of query heads): "
+        f"using {nearest}. Pick one of {', '.join(map(str, choices))}."
+    )
+    ui.put("kv_heads", nearest, touched=False)
 names = {n: f"{n} ({kv_memory.layout(heads, n)})" for n in choices}
 kv = int(ui.pick("kv_heads", choices, "K/V heads", format_func=names.get, container=st.sidebar))
 result = ui.result_or_stop(kv_heads=kv)
@@ -55,12 +63,12 @@ per_number = st.segmented_control("Number format", list(kv_memory.BYTES_PER_NUMB
                                   key="gq:dtype") or "float16"  # fmt: skip
 size = kv_memory.BYTES_PER_NUMBER[per_number]
 t = len(result.tokens)
-d_head = result.d_k
-here = kv_memory.kv_cache_bytes(1, kv, d_head, t, size)
-full = kv_memory.kv_cache_bytes(1, heads, d_head, t, size)
+# keys of d_k numbers and values of d_v numbers (24 and 28 by default: not 2 · d_k)
+here = kv_memory.kv_cache_bytes(1, kv, result.d_k, t, size, d_v=result.d_v)
+full = kv_memory.kv_cache_bytes(1, heads, result.d_k, t, size, d_v=result.d_v)
 c = st.columns(3)
-c[0].metric("This setting, one layer", kv_memory.format_bytes(here), help="2 · layers · kv_heads · d_head · tokens · "
-            "bytes per number (keys and values)")  # fmt: skip
+c[0].metric("This setting, one layer", kv_memory.format_bytes(here), help="layers · kv_heads · (d_k + d_v) · tokens "
+            "· bytes per number (a key and a value a token)")  # fmt: skip
 c[1].metric("Multi-head (MHA)", kv_memory.format_bytes(full), help="One K/V head per query head.")
 c[2].metric("Saved", f"{1 - here / full:.0%}", help="Fewer K/V heads keep fewer numbers per token.")
 

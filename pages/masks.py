@@ -29,7 +29,13 @@ if kind == "custom" and 0 < n_tokens <= EDITOR_MAX:
     ui.explain("Tick the keys (columns) each query (row) may attend to; the heatmaps below follow your grid.")
     ui.custom_mask_editor(tokens, tokens, key="masks:cmask")
 elif kind == "custom" and n_tokens > EDITOR_MAX:
-    st.info(f"The grid editor shows sentences of up to {EDITOR_MAX} tokens; this one uses the causal mask.")
+    # the stored mask (from a link) is used when it fits these tokens; otherwise the causal mask (ui.custom_mask)
+    stored = [row for row in str(ui.get("custom_mask")).split(".") if row]
+    fits = len(stored) == n_tokens and all(len(row) == n_tokens for row in stored)
+    used = "the custom mask from the link, as it is" if fits else "the causal mask (no custom mask of this size)"
+    st.info(
+        f"The grid editor shows sentences of up to {EDITOR_MAX} tokens; this one has {n_tokens}, so it uses {used}."
+    )
 
 result = ui.result_or_stop()
 tok = ui.labels(result.tokens)

@@ -212,3 +212,46 @@ def test_scores_read_a_toy_result() -> None:
     s = interpret.head_scores(r.weights[None], special=(), pairs=interpret.same_word_pairs(words, r.tokens))
     torch.testing.assert_close(s.same_word, r.weights[None, :, [0, 4], [4, 0]].mean(-1))  # "the" <-> "the"
     torch.testing.assert_close(s.sink, torch.zeros(1, 2))
+
+
+# --------------------------------------------------------------------------- coreference on any sentence
+
+
+@pytest.mark.parametrize(
+    ("sentence", "pair"),
+    [
+        ("The animal didn't cross the street because it was too tired.", ("it", "animal")),
+        ("The trophy didn't fit in the suitcase because it was too small", ("it", "trophy")),  # a guess: subject
+        ("My sister said she would come", ("she", "sister")),
+        ("Mary said she was late", ("she", "Mary")),  # no determiner: the first content word
+        ("The chefs cooked and they sang", ("they", "chefs")),
+        ("The dog barked loudly all night. Nobody fed him", ("him", "dog")),  # earlier sentence: the nearest noun
+        ("The bakers in the old town say their bread is best", ("their", "bakers")),
+    ],
+)
+def test_coreference_pair_names_a_pronoun_and_its_likely_antecedent(sentence: str, pair: tuple[str, str]) -> None:
+    from attention.config import tokenize
+
+    tokens = tokenize(sentence)
+    found = interpret.coreference_pair(tokens)
+    assert found is not None and (tokens[found[0]], tokens[found[1]]) == pair
+    assert found[1] < found[0]  # an antecedent comes before its pronoun
+
+
+@pytest.mark.parametrize("sentence", ["Life is short, eat dessert first", "It rains", "the and of it"])
+def test_no_pair_without_a_pronoun_after_a_noun(sentence: str) -> None:
+    from attention.config import tokenize
+
+    assert interpret.coreference_pair(tokenize(sentence)) is None
+
+
+def test_coreference_pair_reads_model_tokens_and_scores_the_pair() -> None:
+    """[CLS]/[SEP] are skipped, a word's "##" pieces are not words, and the score is A[pronoun, antecedent]."""
+    tokens = ["[CLS]", "the", "keep", "##er", "smiled", "because", "he", "was", "home", ".", "[SEP]"]
+    assert interpret.coreference_pair(tokens) == (6, 2)  # "he" -> "keep" (the first piece of "keeper")
+    weights = torch.rand(2, 3, len(tokens), len(tokens), generator=torch.Generator().manual_seed(0))
+    p, a = interpret.coreference_pair(tokens)
+    scores = interpret.head_scores(weights, [0, 10], torch.zeros(11, 11, dtype=torch.bool), p, a)
+    torch.testing.assert_close(scores.coreference, weights[:, :, 6, 2])
+    model = ["[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street", "because", "it", "was", "."]
+    assert interpret.coreference_pair(model) == (10, 2)  # the model's own pieces of the default sentence

@@ -44,6 +44,14 @@ def test_llama_2_7b_spelled_out() -> None:
     assert kv_cache_bytes(32, 32, 128, 0) == 0
 
 
+def test_values_of_another_width_are_counted_with_their_own_width() -> None:
+    """The toy pages' keys are d_k = 24 wide and their values d_v = 28: 1,248 bytes for 2 K/V heads, 6 tokens."""
+    assert kv_cache_bytes(1, 2, 24, 6, 2, d_v=28) == 2 * (24 + 28) * 6 * 2 == 1248
+    assert kv_cache_bytes(1, 2, 24, 6, 2, d_v=24) == kv_cache_bytes(1, 2, 24, 6, 2)  # d_v = d_head: as before
+    with pytest.raises(ValueError, match="d_v must be at least 1"):
+        kv_cache_bytes(1, 2, 24, 6, d_v=0)
+
+
 # (name, layers, heads, kv_heads, hidden_size, d_head, layout): the numbers of each config.json
 PUBLISHED = [
     ("Llama 2 7B", 32, 32, 32, 4096, 128, "MHA"),

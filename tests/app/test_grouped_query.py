@@ -21,7 +21,7 @@ def test_defaults_group_eight_query_heads_on_two_kv_heads_and_draw_their_weights
     groups, rows, cols = drawn["K/V head read"]
     assert rows == [f"q{h}" for h in range(1, 9)] and cols == ["kv1", "kv2"]
     assert groups.tolist() == [[1.0, 0.0]] * 4 + [[0.0, 1.0]] * 4
-    want = compute(Config(heads=8, kv_heads=2)).weights
+    want = compute(Config(heads=8, kv_heads=2, init="normal", draws="stable")).weights  # the dashboard's weights
     for h in range(8):
         torch.testing.assert_close(drawn[f"query head {h + 1}"][0], want[h], atol=1e-6, rtol=0)
     assert any("GQA" in s.value for s in at.subheader)
@@ -43,8 +43,16 @@ def test_memory_metrics_follow_the_number_format() -> None:
     saved = [m for m in at.metric if m.label == "Saved"]
     assert saved and saved[0].value == "75%"  # 2 K/V heads instead of 8
     half = [m.value for m in at.metric if m.label == "This setting, one layer"]
-    # 2 (keys and values) x 2 K/V heads x d_head 24 x 6 tokens x 2 bytes (float16)
-    assert half == ["1.12 KiB"]
+    # 2 K/V heads x (d_k 24 + d_v 28) x 6 tokens x 2 bytes (float16) = 1,248 bytes (not 2 x d_k: 1.12 KiB)
+    assert half == ["1.22 KiB"]
+
+
+def test_a_kv_heads_that_does_not_divide_the_heads_is_named_and_the_nearest_used() -> None:
+    at = page("grouped_query", kv_heads="3")  # 8 heads: 3 K/V heads cannot serve equal groups
+    assert any("kv_heads=3 does not divide heads=8" in w.value and "using 2" in w.value for w in at.warning)
+    assert at.selectbox(key="w:kv_heads").value == 2
+    assert heatmaps(at)["K/V head read"][0].shape == (8, 2)
+    assert not page("grouped_query", kv_heads="4").warning  # a divisor: no warning
 
 
 def test_other_pages_ignore_kv_heads_from_a_link() -> None:
