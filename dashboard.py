@@ -24,6 +24,7 @@ PAGES = {
         ("pages/pitfalls.py", "Pitfalls", ":material/report:"),
         ("pages/mask_editor.py", "Mask editor", ":material/edit_square:"),
         ("pages/soft_lookup.py", "Soft lookup", ":material/bar_chart:"),
+        ("pages/watch_it_learn.py", "Watch it learn", ":material/model_training:"),
     ],
     "Real models and LLMs": [
         ("pages/real_model.py", "Real model", ":material/psychology:"),

@@ -81,6 +81,12 @@ def parser() -> argparse.ArgumentParser:
         "--mask causal when no mask is given)")  # fmt: skip
     how("--block-size", type=int, metavar="B", help="FlashAttention's tiled online softmax over blocks of B keys: "
         "every tile's running max m and sum l, and the largest difference from the ordinary softmax")  # fmt: skip
+    p.add_argument(
+        "--train",
+        metavar="TASK",
+        help="train a tiny transformer (induction, reverse, sort, previous_token) "
+        "and print its snapshots; its own flags: python -m attention --train induction --help",
+    )
     real = p.add_argument_group("a pretrained model's head (not Config settings)").add_argument
     real("--model", choices=tuple(MODELS), help="one head of all-MiniLM-L6-v2 on --sentence, instead of a toy")
     real("--layer", type=int, metavar="N", help=f"with --model: the layer, from 0 (default {MODEL_VIEW[0]})")
@@ -541,6 +547,11 @@ def _finite(result: Result) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on argv (sys.argv[1:] when None); returns the exit status: 0, or 2 for bad input."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(a == "--train" or a.startswith("--train=") for a in argv):  # the tiny model's training: flags of its own
+        from .models import tiny_cli
+
+        return tiny_cli.main(argv)
     try:
         args = parser().parse_args(argv)
     except UsageError as exc:

@@ -27,11 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from attention import presets
+from attention import interpret, kv_memory, presets
 from attention.config import MAX_TOKENS, SETTINGS
+from attention.models import tiny
 from attention.params import Param
 
+TRAIN_PREFIX = "train_"  # Watch it learn's settings in the URL: train_layers, train_seed, ...
 MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
 STAGES = ("Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context")  # step mode
 
@@ -95,6 +98,14 @@ VIEW: dict[str, Param] = {
                  "the same shape and scale, to see what training changed.", default=False),
     "nseeds": Param("int", "Seeds in the band", "How many seeds each band of the sweep is drawn over.", default=32,
                     lo=2, hi=64),
+    "kv_dtype": Param("choice", "Number format", "How many bytes each cached number takes.", default="float16",
+                      choices=tuple(kv_memory.BYTES_PER_NUMBER)),
+    "kv_model": Param("choice", "A published model", "Whose KV cache the chart sizes.",
+                      default=next(iter(kv_memory.MODELS)), choices=tuple(kv_memory.MODELS)),
+    "behaviour": Param("choice", "Behaviour", "What the head gallery scores every head for.",
+                       default="previous_token", choices=interpret.BEHAVIOURS),
+    "shuffle": Param("int", "Shuffle", "Which shuffle of the sentence (how many times \"Shuffle again\" was "
+                     "pressed).", default=0, lo=0, hi=9999),
 }  # fmt: skip
 
 PARAMS: dict[str, Control] = {name: _control(name, p) for name, p in SETTINGS.items() if p.dashboard is not None}
@@ -102,6 +113,9 @@ PARAMS.update({name: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, 
 # Compare's side B: A's parameters under a b_ prefix, one seed apart so the page opens on a difference
 PARAMS.update({"b_" + n: PARAMS[n] for n in B_SIDE})
 PARAMS["b_seed"] = Control("int", 124, 0, 9999, label=PARAMS["seed"].label, help=PARAMS["seed"].help)
+# Watch it learn: the tiny model's training settings (attention/models/tiny.py) under a train_ prefix (its heads,
+# seed and d_model are not the attention Config's)
+PARAMS.update({TRAIN_PREFIX + n: _control(n, p) for n, p in tiny.SETTINGS.items()})
 
 # URL keys of links written before the URL used the Config's field names: read, then written under the new name
 RENAMED = {"layout": "head_layout", "cross": "cross_sentence", "cmask": "custom_mask"}
@@ -145,6 +159,7 @@ def init_state() -> None:
     was unusable; and on each run, mark the URL as not yet written (see `ui.charts.chart`)."""
     ss = st.session_state
     ss["_url_synced"] = False
+    ss["_read"] = set()  # the parameters this run reads (see `sync_url`)
     if ss.get("_state_ready"):
         return
     bad = []
@@ -167,6 +182,7 @@ def init_state() -> None:
 
 
 def get(name: str) -> Any:
+    st.session_state.get("_read", set()).add(name)  # what this page reads is what its link carries
     return st.session_state.get("p:" + name, PARAMS[name].default)
 
 
@@ -234,13 +250,35 @@ URL_MAX = 8_000
 LONG_PARAMS = {"sentence": "the sentence", "cross_sentence": "the key/value sentence", "custom_mask": "the custom mask"}
 
 
-def sync_url() -> None:
-    """Write every non-default parameter to the URL (a copied link reopens this view).
+# Never in a link: presenter mode is the presenter's screen, not the view (a student who opens the presenter's link
+# gets the ordinary page); `?present=true` still opens it.
+LINK_SKIP = frozenset({"present"})
+
+
+def _page_reads(final: bool) -> set[str]:
+    """The parameters this page reads: this run's so far, and (before the run's end) its last full run's."""
+    ss = st.session_state
+    ctx = get_script_run_ctx()
+    page = ctx.pages_manager.current_page_script_hash if ctx is not None else ""
+    reads = ss.setdefault("_page_reads", {})
+    now = set(ss.get("_read", set()))
+    if final:
+        reads[page] = now
+        return now
+    return now | reads.get(page, set())
+
+
+def sync_url(*, final: bool = True) -> None:
+    """Write every non-default parameter this page reads to the URL (a copied link reopens this view, and carries
+    no other page's settings: Compare's side B, the KV cache's step stay on their pages).
 
     Values a link could not carry (a 100,000-character paste, an empty sentence) are left out, and so are
     the longest texts when the link would pass URL_MAX: their names go to session_state["_url_left_out"].
+    final: the run is over, so what it read is all the page reads (before, its last full run's reads count too).
     """
-    wanted = {n: _format(get(n)) for n in PARAMS if get(n) != default(n)}
+    page = _page_reads(final)
+    shown = [n for n in PARAMS if n in page and n not in LINK_SKIP]
+    wanted = {n: _format(get(n)) for n in shown if get(n) != default(n)}
     wanted = {n: v for n, v in wanted.items() if _linkable(n, v)}
     left_out = []
     longest_first = sorted((n for n in LONG_PARAMS if n in wanted), key=lambda n: -len(urllib.parse.quote(wanted[n])))
@@ -257,7 +295,7 @@ def sync_url() -> None:
 def url_before_figure() -> None:
     """Write the URL before the run's first figure (and again after a parameter changed mid-run): see `chart`."""
     if not st.session_state.get("_url_synced"):
-        sync_url()
+        sync_url(final=False)
         st.session_state["_url_synced"] = True
 
 

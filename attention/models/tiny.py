@@ -46,6 +46,7 @@ CHANCE = math.log(VOCAB)  # the loss of a uniform guess over the run tokens, in 
 FORMED_SCORE = 0.4  # a head "forms" when its task score passes this and the task loss falls below CHANCE / 2
 EVAL_BATCH = 32
 PROBE_SEED = 20_24  # the probe and evaluation sequences: the same for every seed, so runs compare on one input
+MAX_SNAPSHOTS = 500  # a run's weights are kept at every snapshot: bounded, so is its memory (`run_bytes`)
 IGNORE = -100  # cross_entropy's ignore_index: positions that are not scored
 
 
@@ -57,24 +58,34 @@ class Settings:
     task: str = setting(
         "induction", "choice", "Task", "induction: a random run of tokens, then the same run again; reverse and sort: "
         "the run, a separator, then the run reversed or sorted; previous_token: name the token before each one.",
-        choices=TASKS,
+        choices=TASKS, dashboard=True,
     )
-    layers: int = setting(2, "int", "Layers", "Attention layers (an induction head needs two).", lo=1, hi=3)
-    heads: int = setting(2, "int", "Heads", "Heads a layer; each is d_model / heads wide.", lo=1, hi=4)
-    d_model: int = setting(32, "int", "d_model", "Width of the residual stream.", lo=8, hi=128)
-    lr: float = setting(1e-2, "float", "Learning rate", "AdamW's learning rate.", lo=1e-4, hi=1.0)
-    batch: int = setting(32, "int", "Batch", "Sequences a training step.", lo=1, hi=256)
-    steps: int = setting(1000, "int", "Steps", "Training steps.", lo=1, hi=5000)
-    seed: int = setting(0, "int", "Seed", "Seeds the weights and the training batches.", lo=0, hi=2**31 - 1)
+    layers: int = setting(2, "int", "Layers", "Attention layers (an induction head needs two).", lo=1, hi=3,
+                          dashboard=True)
+    heads: int = setting(2, "int", "Heads", "Heads a layer; each is d_model / heads wide.", lo=1, hi=4,
+                         dashboard=True)
+    d_model: int = setting(32, "int", "d_model", "Width of the residual stream.", lo=8, hi=128,
+                           dashboard=(8, 64))
+    lr: float = setting(1e-2, "float", "Learning rate", "AdamW's learning rate.", lo=1e-4, hi=1.0,
+                         dashboard=(1e-3, 0.1))
+    batch: int = setting(32, "int", "Batch", "Sequences a training step.", lo=1, hi=256,
+                         dashboard=(4, 128))
+    steps: int = setting(1000, "int", "Steps", "Training steps.", lo=1, hi=5000,
+                         dashboard=(50, 3000))
+    seed: int = setting(0, "int", "Seed", "Seeds the weights and the training batches.", lo=0,
+                        hi=2**31 - 1, dashboard=(0, 9999))
     fixed: bool = setting(
         False, "bool", "Fixed run length", "Train on one run length only (the pitfall): the model can then find the "
-        "answer by position alone, and fails at every other length.",
+        "answer by position alone, and fails at every other length.", dashboard=True,
     )
     length: int = setting(
         8, "int", "Run length", "The run length when fixed, and the probe's run length.", lo=2, hi=MAX_RUN,
+        dashboard=(2, 24),
     )
-    every: int = setting(25, "int", "Snapshot every", "Steps between saved snapshots.", lo=1, hi=1000)
-    init_std: float = setting(0.1, "float", "Init σ", "Standard deviation of the initial weights.", lo=1e-3, hi=10.0)
+    every: int = setting(25, "int", "Snapshot every", "Steps between saved snapshots.", lo=1, hi=1000,
+                         dashboard=(5, 100))
+    init_std: float = setting(0.1, "float", "Init σ", "Standard deviation of the initial weights.",
+                              lo=1e-3, hi=10.0, dashboard=(0.01, 1.0))
     # fmt: on
 
     def __post_init__(self) -> None:
@@ -83,6 +94,10 @@ class Settings:
             if p.kind == "float" and isinstance(value, int) and not isinstance(value, bool):
                 object.__setattr__(self, name, float(value))
             p.check(name, getattr(self, name))
+        if self.steps // self.every > MAX_SNAPSHOTS:
+            raise ValueError(f"steps={self.steps} with a snapshot every {self.every} makes {self.steps // self.every} "
+                             f"snapshots; at most {MAX_SNAPSHOTS}: take one every {-(-self.steps // MAX_SNAPSHOTS)} "
+                             "steps or more")  # fmt: skip
         if self.d_model % self.heads:
             raise ValueError(f"d_model={self.d_model} must divide into heads={self.heads} equal heads: pick a d_model "
                              f"that {self.heads} divides")  # fmt: skip
@@ -90,6 +105,17 @@ class Settings:
     @property
     def d_head(self) -> int:
         return self.d_model // self.heads
+
+    @property
+    def parameters(self) -> int:
+        """Numbers in the model: embeddings, position table, 4 d_model x d_model matrices a layer, unembedding."""
+        d = self.d_model
+        return (VOCAB + 1) * d * 2 + MAX_POSITIONS * d + 4 * d * d * self.layers
+
+    @property
+    def run_bytes(self) -> int:
+        """What a finished run keeps: float32 weights at every snapshot (known before training)."""
+        return (self.steps // self.every + 2) * self.parameters * 4
 
     @property
     def score_name(self) -> str:
@@ -528,6 +554,24 @@ class Trainer:
     @property
     def done(self) -> bool:
         return self.step >= self.settings.steps
+
+
+def worker_init() -> None:
+    """A worker process that trains and does nothing else: one torch thread for good (`ui.training`'s pool)."""
+    torch.set_num_threads(1)
+
+
+def worker_ready() -> bool:
+    """Submitted to start a worker ahead of the first run (importing torch takes a second or two)."""
+    return True
+
+
+def advance(settings: dict[str, Any], state: dict[str, Any] | None, steps: int) -> tuple[dict, list, str | None]:
+    """Continue a run by `steps` steps, from its state (None: the start), in plain data that crosses processes:
+    (its new state, the new snapshots as dicts, why it stopped or None)."""
+    trainer = Trainer(Settings.from_dict(settings)) if state is None else Trainer.from_state(state)
+    snapshots, stopped = trainer.advance(steps)
+    return trainer.state(), [s.to_dict() for s in snapshots], stopped
 
 
 def train(settings: Settings, until: Callable[[Snapshot], bool] | None = None) -> Run:

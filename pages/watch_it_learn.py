@@ -1,0 +1,156 @@
+"""Watch it learn: train a tiny attention-only transformer live and see a head find the pattern."""
+
+import pandas as pd
+import streamlit as st
+
+import ui
+from attention.models import tiny
+from ui import training
+
+P = ui.state.TRAIN_PREFIX
+LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+
+st.title("Watch it learn")
+st.caption(
+    "A 2-layer transformer with nothing but attention learns to continue a random run of tokens that repeats. "
+    "For hundreds of steps the loss sits near chance; then a head in layer 1 learns to look at the token after "
+    "the earlier copy of the current one (an induction head) and the loss on the repeated half falls off a cliff."
+)
+ui.show_url_warnings()
+
+side = st.sidebar
+ui.select(P + "task", side)
+for name in ("layers", "heads", "d_model"):
+    ui.slider(P + name, side)
+ui.pick(P + "lr", LEARNING_RATES, "Learning rate (AdamW)", container=side)
+for name in ("batch", "steps", "seed"):
+    ui.slider(P + name, side)
+ui.toggle(P + "fixed", side)
+ui.slider(P + "length", side)
+with side.expander("More"):
+    ui.slider(P + "every", st)
+    ui.slider(P + "init_std", st, step=0.01)
+
+try:
+    settings = tiny.Settings(**training.settings_values())
+except ValueError as exc:
+    st.error(f"This setting cannot be trained: {exc}.")
+    st.stop()
+training.follow(settings)
+service = training.service()
+service.warm()  # the worker processes start while the visitor reads: Play then trains at once
+training.buttons(settings, st)
+
+chance, name = tiny.CHANCE, settings.score_name
+half = "the repeated half" if settings.task == "induction" else "the answers"
+
+
+@st.fragment(run_every=training.TICK_S if st.session_state.get(training.PLAYING) else None)
+def live() -> None:
+    job = service.get(settings)
+    if job is None:
+        st.info(
+            f"Press **Play** to train this setting: {settings.steps} steps of batches of {settings.batch}, "
+            f"{settings.parameters:,} weights. A run already trained on this server starts at once."
+        )
+        return
+    was_playing = st.session_state.get(training.PLAYING)
+    i = training.shown_index(job)
+    said = training.progress(job, service.queue_position(job))
+    (st.info if said.moving else st.success if job.status == "done" else st.error)(said.words)
+    run = job.run
+    if not run.snapshots:
+        return
+    snap = run.snapshots[i]
+    steps = [s.step for s in run.snapshots]
+    st.session_state["tr:timeline"] = snap.step
+    st.select_slider("Timeline: the snapshot shown", steps, key="tr:timeline", on_change=training.pick_step,
+                     args=(steps,))  # fmt: skip
+    formed = run.formed
+    mark = {} if formed is None else {"mark_step": formed.step, "mark_label": f"{formed.name} forms"}
+    left, mid, right = st.columns(3)
+    ui.chart(training.loss_frame(run), training.curve_spec(
+        "Loss", "cross-entropy (nats)", "series", rule=chance, rule_label=f"chance ln {tiny.VOCAB}",
+        current=snap.step, **mark,
+    ), height=220, key="tr:loss", container=left)  # fmt: skip
+    ui.chart(training.score_frame(run, "previous_token"), training.curve_spec(
+        "Previous-token score", "mean weight on the token before", "head", current=snap.step, y_max=1.0,
+    ), height=220, key="tr:prev", container=mid)  # fmt: skip
+    if name != "previous_token":
+        ui.chart(training.score_frame(run, name), training.curve_spec(
+            f"{name.capitalize()} score", "mean weight on the key that solves it", "head", rule=tiny.FORMED_SCORE,
+            rule_label="formed above 0.4", current=snap.step, y_max=1.0, **mark,
+        ), height=220, key="tr:task", container=right)  # fmt: skip
+    if formed is not None:
+        st.markdown(
+            f"**{formed.name} formed at step {formed.step}**: from that snapshot on, its {name.replace('_', '-')} "
+            f"score stays above {tiny.FORMED_SCORE} and the loss on {half} below half of chance "
+            f"({chance / 2:.2f} nats)."
+        )
+    st.markdown(
+        f"**Step {snap.step}**: loss on {half} {snap.task_loss:.2f} nats (chance {chance:.2f}), "
+        f"{snap.accuracy:.0%} of those tokens right."
+    )
+    st.subheader(f"Every head on one probe sequence, at step {snap.step}")
+    for layer in range(settings.layers):
+        result = tiny.layer_result(snap, settings, layer)
+        tok = ui.labels(result.tokens)
+        cols = st.columns(settings.heads)
+        for h, col in enumerate(cols):
+            prev, task = snap.scores["previous_token"][layer][h], snap.scores[name][layer][h]
+            title = f"L{layer}H{h}: previous-token {prev:.2f}" + (f", {name} {task:.2f}" if name in snap.scores else "")
+            ui.heatmap(result.weights[h], tok, tok, title=title, kind="weights", blocked=result.mask,
+                       key=f"tr:hm:{layer}:{h}", container=col, annotate=False, row_labels=h == 0)  # fmt: skip
+    ui.explain(
+        "Rows are queries, columns keys; the run is repeated, so an induction head's row for the second copy of a "
+        "token lights up the key just after the first copy (a stripe parallel to the diagonal)."
+    )
+    if was_playing and not st.session_state.get(training.PLAYING):
+        st.rerun()  # the replay reached the end: a full run takes the timer off
+    if not job.finished_training or st.session_state.get(training.PLAYING):
+        return
+    after(run, snap.step)
+
+
+def after(run: tiny.Run, at: int) -> None:
+    st.subheader("Test it on run lengths it never saw")
+    tests = training.lengths(run, at)
+    seen = [t for t in tests if t.seen]
+    unseen = [t for t in tests if not t.seen]
+    ui.chart(training.lengths_frame(tests), training.lengths_spec(), height=220, key="tr:lengths")
+    mean = lambda ts: sum(t.accuracy for t in ts) / len(ts)  # noqa: E731
+    trained_on = f"length {settings.length} only" if settings.fixed else "lengths 4 to 16"
+    st.markdown(
+        f"Trained on {trained_on}: {mean(seen):.0%} right at the lengths it saw, {mean(unseen):.0%} at the "
+        f"others."
+        + (" **The fixed length was a shortcut: the model learned where the answer sits, not how to find it.**"
+           if settings.fixed and mean(unseen) < 0.5 else "")
+    )  # fmt: skip
+    st.subheader("Switch off one head")
+    heads = [(layer, h) for layer in range(settings.layers) for h in range(settings.heads)]
+    choice = st.selectbox("Head switched off", heads, format_func=lambda lh: f"L{lh[0]}H{lh[1]}", key="tr:off")
+    off = tiny.ablate(run, *choice, step=at)
+    cols = st.columns(3)
+    cols[0].metric(f"Loss on {half}", f"{off.task_loss_off:.2f}", f"{off.task_loss_off - off.task_loss:+.2f}",
+                   delta_color="inverse")  # fmt: skip
+    cols[1].metric("Right", f"{off.accuracy_off:.0%}", f"{(off.accuracy_off - off.accuracy) * 100:+.0f} pts")
+    cols[2].metric(f"Best {name} score (heads still on)", f"{off.score_off:.2f}", f"{off.score_off - off.score:+.2f}")
+    ui.explain(
+        "Its context is set to zero, so it adds nothing to the residual stream. Switching off layer 0's "
+        "previous-token head also breaks the induction head above it: that head finds 'the token after the earlier "
+        "copy' by reading what the previous-token head wrote."
+    )
+
+
+live()
+with st.expander("How this works"):
+    st.markdown(
+        f"Each layer's attention is `attention.compute` on the residual stream entering it (the heatmaps are "
+        f"`tiny.layer_result`), the same function every other page draws. A run is a pure function of its settings: "
+        f"seeded, one torch thread, the same numbers every time, so every visitor of this server shares it (at most "
+        f"{training.WORKERS} settings train at a time; the rest queue). From the command line: "
+        f"`python -m attention --train {settings.task} --layers {settings.layers} --heads {settings.heads} "
+        f"--steps {settings.steps} --seed {settings.seed} --format table`."
+    )
+    st.dataframe(pd.DataFrame([settings.to_dict()]), hide_index=True)
+ui.finish()

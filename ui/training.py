@@ -1,0 +1,389 @@
+"""Training runs for every visitor of the server: one run a setting, a few trained at a time, none blocking a page.
+
+What belongs here: the server-wide `Service` (the runs it keeps, its queue and its workers), `run_for`, which a page
+calls, and the charts of a run (loss against chance, each head's scores over the steps). The math is
+attention/models/tiny.py; the page is pages/watch_it_learn.py.
+
+A run is a pure function of its `tiny.Settings`, so thirty visitors pressing Play on one setting share one
+training: the service keeps each setting's run (bounded by MAX_RUNS and BUDGET_BYTES, least recently used first
+out, never one still training). At most WORKERS settings train at a time; the others wait in order and their
+pages say so. Training happens in worker processes (spawned, one torch thread each): a training thread in the
+server's own process would hold Python's GIL between its thousands of small torch calls and slow every other
+visitor's page, and would share torch's process-wide thread count with them. The workers train a chunk of steps at
+a time (`tiny.Trainer.state` carries the run between chunks, with the same numbers as one uninterrupted run), and
+each chunk's snapshots are published as they come, so a page shows the curve moving.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from attention.models import tiny
+
+from . import state
+
+WORKERS = 2  # settings trained at once, server-wide (the others queue)
+MAX_RUNS = 32  # runs kept for every visitor
+BUDGET_BYTES = 256 * 2**20  # and the memory they may hold together (tiny.Settings.run_bytes)
+FIRST_CHUNK = 1  # snapshots in the first chunk: the curve starts moving as soon as the first one lands
+CHUNK = 4  # snapshots a chunk after that (fewer round trips)
+
+
+# a run as every page sees it --------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Job:
+    """One setting's training: its snapshots so far (appended as chunks land), and where it stands."""
+
+    settings: tiny.Settings
+    number: int  # order of arrival: the queue is served in this order
+    status: str = "queued"  # queued | training | done | stopped | failed
+    message: str | None = None  # why it stopped (a NaN loss) or failed
+    snapshots: list[tiny.Snapshot] = field(default_factory=list)
+    started: float | None = None
+    finished: float | None = None
+    created: float = field(default_factory=time.perf_counter)
+
+    @property
+    def finished_training(self) -> bool:
+        return self.status in ("done", "stopped", "failed")
+
+    @property
+    def run(self) -> tiny.Run:
+        """The run so far (a copy of the list: a chunk may land while a page draws)."""
+        return tiny.Run(self.settings, tuple(self.snapshots), self.message if self.status == "stopped" else None)
+
+    @property
+    def step(self) -> int:
+        return self.snapshots[-1].step if self.snapshots else 0
+
+
+class Service:
+    """The server's runs: one a setting, kept for every visitor, trained WORKERS at a time in worker processes."""
+
+    def __init__(self, workers: int = WORKERS, processes: bool = True) -> None:
+        self.workers = workers
+        self.processes = processes
+        self._lock = threading.Lock()
+        self._jobs: OrderedDict[tiny.Settings, Job] = OrderedDict()
+        self._count = 0
+        self._drivers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="train-driver")
+        self._pool: ProcessPoolExecutor | None = None
+
+    # the pool of worker processes, started on first use (or ahead of it: `warm`)
+    def _get_pool(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                ctx = multiprocessing.get_context("spawn")  # never fork a threaded server
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=tiny.worker_init)
+            return self._pool
+
+    def warm(self) -> Future | None:
+        """Start the worker processes now (importing torch takes a second or two), so Play starts at once."""
+        if not self.processes:
+            return None
+        futures = [self._get_pool().submit(tiny.worker_ready) for _ in range(self.workers)]
+        return futures[-1]
+
+    def start(self, settings: tiny.Settings) -> Job:
+        """The run of this setting: the kept one, or a new one queued for training."""
+        with self._lock:
+            job = self._jobs.get(settings)
+            if job is not None and job.status != "failed":
+                self._jobs.move_to_end(settings)
+                return job
+            self._count += 1
+            job = Job(settings, self._count)
+            self._jobs[settings] = job
+            self._evict()
+        self._drivers.submit(self._drive, job)
+        return job
+
+    def get(self, settings: tiny.Settings) -> Job | None:
+        with self._lock:
+            return self._jobs.get(settings)
+
+    def queue_position(self, job: Job) -> int:
+        """How many runs train or wait ahead of a queued one (0 once it trains)."""
+        if job.status != "queued":
+            return 0
+        with self._lock:
+            return sum(1 for j in self._jobs.values() if j.number < job.number and not j.finished_training)
+
+    def kept(self) -> list[Job]:
+        with self._lock:
+            return list(self._jobs.values())
+
+    def _evict(self) -> None:
+        """Least recently used finished runs out until the kept ones fit MAX_RUNS and BUDGET_BYTES (under the lock).
+        Runs still training or queued stay: their pages are waiting for them."""
+        total = sum(j.settings.run_bytes for j in self._jobs.values())
+        for settings, job in list(self._jobs.items()):
+            if len(self._jobs) <= MAX_RUNS and total <= BUDGET_BYTES:
+                break
+            if job.finished_training:
+                del self._jobs[settings]
+                total -= settings.run_bytes
+
+    def _drive(self, job: Job) -> None:
+        """In a driver thread: send the run to a worker chunk by chunk, publishing each chunk's snapshots."""
+        job.status, job.started = "training", time.perf_counter()
+        settings, state = job.settings.to_dict(), None
+        chunk = FIRST_CHUNK
+        try:
+            while True:
+                steps = chunk * job.settings.every
+                if self.processes:
+                    state, snaps, stopped = self._get_pool().submit(tiny.advance, settings, state, steps).result()
+                else:
+                    state, snaps, stopped = tiny.advance(settings, state, steps)
+                job.snapshots.extend(tiny.Snapshot.from_dict(s) for s in snaps)
+                if stopped is not None:
+                    job.status, job.message = "stopped", stopped
+                    break
+                if state["step"] >= job.settings.steps:
+                    job.status = "done"
+                    break
+                chunk = CHUNK
+        except BrokenProcessPool:
+            with self._lock:
+                self._pool = None  # a worker died (killed for memory?): the next run starts a fresh pool
+            job.status, job.message = "failed", "the training process stopped unexpectedly; press Play to try again"
+        except Exception as exc:  # noqa: BLE001 -- a page says what went wrong instead of waiting forever
+            job.status, job.message = "failed", f"training failed: {exc}"
+        finally:
+            job.finished = time.perf_counter()
+        with self._lock:
+            self._evict()
+
+    def shutdown(self) -> None:
+        self._drivers.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+_SERVICE: Service | None = None
+_SERVICE_LOCK = threading.Lock()
+
+
+def service() -> Service:
+    """The server's one Service (every session of the process shares it)."""
+    global _SERVICE
+    with _SERVICE_LOCK:
+        if _SERVICE is None:
+            _SERVICE = Service()
+        return _SERVICE
+
+
+# charts of a run -------------------------------------------------------------------------------------------
+
+
+def loss_frame(run: tiny.Run) -> pd.DataFrame:
+    """Long table for the loss chart: step, value, series (training loss, loss on the answers, chance)."""
+    task = "loss on the repeated half" if run.settings.task == "induction" else "loss on the answers"
+    rows = []
+    for s in run.snapshots:
+        rows += [(s.step, s.loss, "training loss"), (s.step, s.task_loss, task)]
+    return pd.DataFrame(rows, columns=["step", "value", "series"])
+
+
+def score_frame(run: tiny.Run, name: str) -> pd.DataFrame:
+    """Long table of one score over the steps: step, value, head ('L1H0')."""
+    rows = []
+    for s in run.snapshots:
+        for layer, heads in enumerate(s.scores[name]):
+            rows += [(s.step, v, f"L{layer}H{h}") for h, v in enumerate(heads)]
+    return pd.DataFrame(rows, columns=["step", "value", "head"])
+
+
+def curve_spec(
+    title: str, y_title: str, color: str, *, rule: float | None = None, rule_label: str = "",
+    mark_step: int | None = None, mark_label: str = "", current: int | None = None, y_max: float | None = None,
+    height: int = 220,
+) -> dict:  # fmt: skip
+    """A Vega-Lite line chart over the steps, with a dashed horizontal rule (chance, the threshold), a vertical rule
+    at the step a head formed, named, and a grey one at the step shown."""
+    y = {"field": "value", "type": "quantitative", "title": y_title}
+    if y_max is not None:
+        y["scale"] = {"domain": [0, y_max]}
+    layers: list[dict] = [
+        {
+            "mark": {"type": "line", "point": False},
+            "encoding": {
+                "x": {"field": "step", "type": "quantitative", "title": "step"},
+                "y": y,
+                "color": {"field": color, "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+            },
+        }
+    ]
+    if rule is not None:
+        layers.append({"data": {"values": [{"y": rule, "label": rule_label}]}, "layer": [
+            {"mark": {"type": "rule", "strokeDash": [4, 4], "color": "#888"}, "encoding": {"y": {"field": "y",
+             "type": "quantitative"}}},
+            {"mark": {"type": "text", "align": "left", "dx": 4, "dy": -6, "color": "#666"},
+             "encoding": {"y": {"field": "y", "type": "quantitative"}, "x": {"value": 0},
+                          "text": {"field": "label"}}},
+        ]})  # fmt: skip
+    if current is not None:
+        layers.append({"data": {"values": [{"x": current}]}, "mark": {"type": "rule", "color": "#bbb"},
+                       "encoding": {"x": {"field": "x", "type": "quantitative"}}})  # fmt: skip
+    if mark_step is not None:
+        layers.append({"data": {"values": [{"x": mark_step, "label": mark_label}]}, "layer": [
+            {"mark": {"type": "rule", "color": "#d62728", "strokeWidth": 2}, "encoding": {"x": {"field": "x",
+             "type": "quantitative"}}},
+            {"mark": {"type": "text", "align": "left", "dx": 4, "baseline": "top", "color": "#d62728",
+                      "fontWeight": "bold"},
+             "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"value": 2}, "text": {"field": "label"}}},
+        ]})  # fmt: skip
+    return {"title": title, "height": height, "layer": layers}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a page says about a run: its status in words and whether it still moves."""
+
+    words: str
+    moving: bool
+
+
+def progress(job: Job, position: int) -> Progress:
+    s = job.settings
+    if job.status == "queued":
+        ahead = f"{position} run{'s' * (position != 1)}" if position else "a run"
+        return Progress(f"Queued: {ahead} of other visitors train first ({WORKERS} at a time on this server).", True)
+    if job.status == "training":
+        return Progress(f"Training: step {job.step} of {s.steps}.", True)
+    if job.status == "stopped":
+        return Progress(f"Stopped: {job.message}.", False)
+    if job.status == "failed":
+        return Progress(f"Failed: {job.message}.", False)
+    took = (job.finished or 0) - (job.started or 0)
+    return Progress(f"Trained: {s.steps} steps in {took:.1f} s (kept for every visitor of this server).", False)
+
+
+# the page's controls and live view ----------------------------------------------------------------------------
+
+PLAYING, SHOWN, FOR = "tr:playing", "tr:shown", "tr:for"  # session keys: playing?, the snapshot shown, its run
+TICK_S = 0.25  # while playing, the live view redraws this often
+
+
+def settings_values() -> dict[str, Any]:
+    """The settings the page's widgets hold (the link's, or the defaults)."""
+    return {n: state.get(state.TRAIN_PREFIX + n) for n in tiny.SETTINGS}
+
+
+def follow(settings: tiny.Settings) -> None:
+    """A new setting shows its own run from its start, paused."""
+    ss = st.session_state
+    if ss.get(FOR) != settings:
+        ss[FOR], ss[SHOWN], ss[PLAYING] = settings, 0, False
+
+
+def play(settings: dict[str, Any]) -> None:
+    """Play: train the setting (or join its run), and follow it; a finished run replays from the start."""
+    job = service().start(tiny.Settings.from_dict(settings))
+    ss = st.session_state
+    if job.finished_training and ss.get(SHOWN, 0) >= len(job.snapshots) - 1:
+        ss[SHOWN] = 0
+    ss[PLAYING] = True
+
+
+def pause() -> None:
+    st.session_state[PLAYING] = False
+
+
+def step(settings: dict[str, Any]) -> None:
+    """Step: one snapshot further (training the setting if nobody has)."""
+    service().start(tiny.Settings.from_dict(settings))
+    st.session_state[PLAYING] = False
+    st.session_state[SHOWN] = st.session_state.get(SHOWN, 0) + 1
+
+
+def reset() -> None:
+    """Reset: back to the first snapshot, paused (the run itself is kept: it is every visitor's)."""
+    st.session_state[PLAYING], st.session_state[SHOWN] = False, 0
+
+
+def pick_step(steps: list[int]) -> None:
+    """The timeline moved: show that snapshot, paused."""
+    st.session_state[PLAYING] = False
+    st.session_state[SHOWN] = steps.index(st.session_state["tr:timeline"])
+
+
+def buttons(settings: tiny.Settings, container: Any) -> None:
+    row = container.container(horizontal=True)
+    args = (settings.to_dict(),)
+    playing = st.session_state.get(PLAYING, False)
+    row.button("Play", icon="▶️", on_click=play, args=args, disabled=playing, type="primary", key="tr:play")
+    row.button("Pause", icon="⏸️", on_click=pause, disabled=not playing, key="tr:pause")
+    row.button("Step", icon="⏭️", on_click=step, args=args, key="tr:step")
+    row.button("Reset", icon="⏮️", on_click=reset, key="tr:reset")
+
+
+def shown_index(job: Job) -> int:
+    """Which snapshot to draw this tick: while playing, the newest of a run in training, or the next one of a
+    finished run (a replay); paused, the chosen one. Playing stops at the end of a finished run."""
+    ss = st.session_state
+    n = len(job.snapshots)
+    if n == 0:
+        return 0
+    if ss.get(PLAYING):
+        if job.finished_training:
+            ss[SHOWN] = min(ss.get(SHOWN, 0) + 1, n - 1)
+            if ss[SHOWN] == n - 1:
+                ss[PLAYING] = False
+        else:
+            ss[SHOWN] = n - 1
+    ss[SHOWN] = min(ss.get(SHOWN, 0), n - 1)
+    return ss[SHOWN]
+
+
+_LENGTHS: OrderedDict[tuple[tiny.Settings, int], list[tiny.LengthTest]] = OrderedDict()
+_LENGTHS_LOCK = threading.Lock()
+
+
+def lengths(run: tiny.Run, at: int) -> list[tiny.LengthTest]:
+    """`tiny.evaluate_lengths` of a run at a step, kept for every visitor (a snapshot never changes once taken)."""
+    key = (run.settings, at)
+    with _LENGTHS_LOCK:
+        if key in _LENGTHS:
+            _LENGTHS.move_to_end(key)
+            return _LENGTHS[key]
+    tests = tiny.evaluate_lengths(run, step=at)
+    with _LENGTHS_LOCK:
+        _LENGTHS[key] = tests
+        while len(_LENGTHS) > 4 * MAX_RUNS:
+            _LENGTHS.popitem(last=False)
+    return tests
+
+
+def lengths_frame(tests: list[tiny.LengthTest]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"run length": [t.length for t in tests], "right": [t.accuracy for t in tests],
+         "in training": ["seen in training" if t.seen else "never seen" for t in tests]}
+    )  # fmt: skip
+
+
+def lengths_spec() -> dict:
+    """Bars: the share of answers right at each run length, coloured by whether training saw that length."""
+    return {
+        "title": "Share of the answers right, by run length",
+        "mark": {"type": "bar"},
+        "encoding": {
+            "x": {"field": "run length", "type": "ordinal"},
+            "y": {"field": "right", "type": "quantitative", "scale": {"domain": [0, 1]}, "axis": {"format": "%"}},
+            "color": {"field": "in training", "type": "nominal", "title": None, "legend": {"orient": "bottom"},
+                      "scale": {"domain": ["seen in training", "never seen"], "range": ["#1f77b4", "#ff7f0e"]}},
+        },
+    }  # fmt: skip
