@@ -45,7 +45,9 @@ def run() -> None:
         section: [st.Page(path, title=title, icon=icon, default=path == first) for path, title, icon in pages]
         for section, pages in PAGES.items()
     }
-    st.navigation(nav, expanded=True).run()  # every page listed: the collapsed menu hid the newest ones
+    # presenter mode hides the sidebar: the pages go to the top bar, one menu a section, so a page is two clicks away
+    position = "top" if ui.get("present") else "sidebar"
+    st.navigation(nav, position=position, expanded=True).run()  # every page listed: collapsed hid the newest ones
 
 
 if __name__ == "__main__":

@@ -113,11 +113,27 @@ function stride(cell, need) {
   return cell >= need ? 1 : Math.ceil(need / cell);
 }
 
+// A label cut with an ellipsis to `limit` pixels. A label may be a 10,000-character word (typed or from a link):
+// it is clipped to CLIP characters before anything is measured (no font draws a character under 0.3 px, so more
+// can never fit), then the cut is found by halving, so a label costs at most ~10 measurements whatever its length.
+const CLIP = 300;
+let measured = 0; // measureText calls, for tests (root.dataset.measures: this draw's count)
+
+function measure(ctx, text) {
+  measured++;
+  return ctx.measureText(text.length > CLIP ? text.slice(0, CLIP) : text).width;
+}
+
 function ellipsis(ctx, text, limit) {
-  if (ctx.measureText(text).width <= limit) return text;
-  let s = text;
-  while (s.length > 1 && ctx.measureText(s + "…").width > limit) s = s.slice(0, -1);
-  return s + "…";
+  if (text.length <= CLIP && measure(ctx, text) <= limit) return text;
+  let lo = 0; // the longest prefix known to fit with its ellipsis
+  let hi = Math.min(text.length, CLIP); // a prefix known (or taken) not to fit
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (measure(ctx, text.slice(0, mid) + "…") <= limit) lo = mid;
+    else hi = mid;
+  }
+  return text.slice(0, Math.max(lo, 1)) + "…";
 }
 
 const LABEL_LIMIT = 90; // px: longer token labels are cut with an ellipsis (the tooltip has them whole)
@@ -141,7 +157,7 @@ function layout(root, state) {
   let rowW = 0;
   const rowLabels = h.rowLabels !== false; // small multiples after the first of a row share its row labels
   for (let i = 0; rowLabels && i < h.r; i += rowStep) {
-    rowW = Math.max(rowW, Math.min(probe.measureText(h.rows[i]).width, LABEL_LIMIT));
+    rowW = Math.max(rowW, Math.min(measure(probe, h.rows[i]), LABEL_LIMIT));
   }
   let legendW = 0;
   if (h.legend) {
@@ -151,7 +167,7 @@ function layout(root, state) {
   }
   // without row labels, room on the left for the first slanted column label (it leans left of its column)
   probe.font = `${12 * scale}px ${family}`;
-  const lean = Math.min(probe.measureText(h.cols[0] || "").width, LABEL_LIMIT) * Math.SQRT1_2;
+  const lean = Math.min(measure(probe, h.cols[0] || ""), LABEL_LIMIT) * Math.SQRT1_2;
   const left = rowLabels ? Math.ceil(rowW) + 8 : Math.ceil(Math.max(lean - 4, 2));
   // a narrow column (a projector, three charts side by side) moves the colour bar under the plot when that is
   // what keeps the cells at least 12 px wide
@@ -163,7 +179,7 @@ function layout(root, state) {
   const colStep = stride(cellW, colFont * 1.5); // slanted 45°: baselines 1.5 font sizes apart
   probe.font = `${colFont}px ${family}`;
   let colW = 0;
-  for (let j = 0; j < h.c; j += colStep) colW = Math.max(colW, Math.min(probe.measureText(h.cols[j]).width, LABEL_LIMIT));
+  for (let j = 0; j < h.c; j += colStep) colW = Math.max(colW, Math.min(measure(probe, h.cols[j]), LABEL_LIMIT));
   const bottom = Math.ceil(colW * Math.SQRT1_2 + colFont) + 6;
   const legendH = below ? 34 * scale : 0;
   const height = titleH + plotH + bottom + legendH;
@@ -191,11 +207,10 @@ function drawCells(state) {
 }
 
 function draw(root, state) {
-  const { header: h, values, blocked } = state;
+  measured = 0;
   const L = (state.layout = layout(root, state));
   const dpr = window.devicePixelRatio || 1;
   const canvas = state.canvas;
-  const ink = getComputedStyle(root).color || "#31333f";
   canvas.width = Math.round(L.width * dpr);
   canvas.height = Math.round(L.height * dpr);
   canvas.style.width = `${L.width}px`;
@@ -208,6 +223,43 @@ function draw(root, state) {
   const ctx = canvas.getContext("2d");
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, L.width, L.height);
+  const numberPx = render(ctx, state, L, inkOf(root));
+  root.dataset.labelPx = String(L.labelPx);
+  root.dataset.cellPx = String(Math.min(L.cellW, L.cellH).toFixed(2));
+  root.dataset.numberPx = numberPx ? numberPx.toFixed(2) : ""; // the numbers' font size, "" when none are drawn
+  root.dataset.measures = String(measured); // text measurements this draw took (bounded, whatever the labels)
+  drawOverlay(state);
+}
+
+function inkOf(root) {
+  return getComputedStyle(root).color || "#31333f";
+}
+
+// The numbers' font size: as large as the widest number fits in a cell (measured, not guessed), at most 13 px
+// (scaled with the type). Under a floor they are left to the hover readout: 12 px in presenter mode (type
+// enlarged), which a room reads from the back; 7 px otherwise.
+function numberSize(ctx, state, L) {
+  const { header: h, values, blocked } = state;
+  let widest = "0.00";
+  for (let k = 0; k < h.r * h.c; k++) {
+    const text = cellText(h, values[k], blocked !== null && blocked[k] === 1);
+    if (text.length > widest.length) widest = text;
+  }
+  ctx.font = `100px ${L.family}`;
+  const perPx = measure(ctx, widest) / 100; // width of the widest number a pixel of font size
+  const size = Math.min(13 * L.scale, (L.cellW * 0.88) / perPx, L.cellH * 0.62);
+  const floor = L.scale > 1 ? 12 : 7;
+  return size >= floor ? Math.floor(size * 4) / 4 : 0;
+}
+
+// Everything but the hover overlay, onto a 2D context: the page's canvas, a 2x canvas for a PNG, or an SVG
+// recorder (svgContext) for an SVG, so all three show the same figure. Returns the numbers' font size (0: none).
+function render(ctx, state, L, ink, background) {
+  const { header: h, values, blocked } = state;
+  if (background) {
+    ctx.fillStyle = background;
+    ctx.fillRect(0, 0, L.width, L.height);
+  }
   ctx.fillStyle = ink;
   ctx.textBaseline = "middle";
   if (h.title) {
@@ -216,7 +268,7 @@ function draw(root, state) {
     ctx.fillText(ellipsis(ctx, h.title, L.width - 4), 0, L.titleH / 2);
   }
   // the cells: one pixel each, scaled; nearest-neighbour when cells are larger than pixels, else smoothed
-  ctx.imageSmoothingEnabled = L.cellW * dpr < 1 || L.cellH * dpr < 1;
+  ctx.imageSmoothingEnabled = L.cellW * (window.devicePixelRatio || 1) < 1 || L.cellH * (window.devicePixelRatio || 1) < 1;
   ctx.drawImage(state.cells, L.left, L.top, L.plotW, L.plotH);
   // row labels
   ctx.font = `${L.rowFont}px ${L.family}`;
@@ -236,31 +288,26 @@ function draw(root, state) {
     ctx.restore();
   }
   // numbers in the cells, where the matrix is small and they fit
-  if (h.annotate) {
-    const longest = Math.max(4, readable(h.maxAbs, 2).length + 1);
-    const size = Math.min(13 * L.scale, L.cellW / (0.6 * longest + 0.4), L.cellH * 0.6);
-    if (size >= 7) {
-      ctx.font = `${size}px ${L.family}`;
-      ctx.textAlign = "center";
-      for (let i = 0; i < h.r; i++) {
-        for (let j = 0; j < h.c; j++) {
-          const k = i * h.c + j;
-          const isBlocked = blocked !== null && blocked[k] === 1;
-          const v = values[k];
-          let dark;
-          if (h.kind === "weights") dark = isBlocked ? false : v < 0.5 * (h.top || 1);
-          else if (h.kind === "mask") dark = !isBlocked && v > 0.5;
-          else dark = !isBlocked && Math.abs(v) > 0.6 * h.maxAbs;
-          ctx.fillStyle = dark ? "#ffffff" : "#000000";
-          ctx.fillText(cellText(h, v, isBlocked), L.left + (j + 0.5) * L.cellW, L.top + (i + 0.5) * L.cellH);
-        }
+  const size = h.annotate ? numberSize(ctx, state, L) : 0;
+  if (size) {
+    ctx.font = `${size}px ${L.family}`;
+    ctx.textAlign = "center";
+    for (let i = 0; i < h.r; i++) {
+      for (let j = 0; j < h.c; j++) {
+        const k = i * h.c + j;
+        const isBlocked = blocked !== null && blocked[k] === 1;
+        const v = values[k];
+        let dark;
+        if (h.kind === "weights") dark = isBlocked ? false : v < 0.5 * (h.top || 1);
+        else if (h.kind === "mask") dark = !isBlocked && v > 0.5;
+        else dark = !isBlocked && Math.abs(v) > 0.6 * h.maxAbs;
+        ctx.fillStyle = dark ? "#ffffff" : "#000000";
+        ctx.fillText(cellText(h, v, isBlocked), L.left + (j + 0.5) * L.cellW, L.top + (i + 0.5) * L.cellH);
       }
     }
   }
   if (h.legend) drawLegend(ctx, h, L, ink);
-  root.dataset.labelPx = String(L.labelPx);
-  root.dataset.cellPx = String(Math.min(L.cellW, L.cellH).toFixed(2));
-  drawOverlay(state);
+  return size;
 }
 
 function drawLegend(ctx, h, L, ink) {
@@ -324,6 +371,156 @@ function drawLegendBelow(ctx, h, L, ink) {
     ctx.textAlign = align;
     ctx.fillText(readable(v, 2), L.left + x, y + 22);
   });
+}
+
+// ---------------------------------------------------------------------------------------------- downloads
+// PNG (at 2x, crisp on slides) and SVG (text stays text) of the figure as shown: title, labels, numbers and colour
+// bar, in the theme's ink on the theme's background. Built in the browser from the same render() as the page.
+
+function pageBackground() {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const colour = app ? getComputedStyle(app).backgroundColor : "";
+  return colour && colour !== "rgba(0, 0, 0, 0)" && colour !== "transparent" ? colour : "#ffffff";
+}
+
+const SVG_CELLS_MAX = 4096; // up to 64 x 64 the cells are rects (vector); larger matrices embed them as an image
+
+function escapeXml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+// The subset of CanvasRenderingContext2D that render() uses, writing SVG elements instead of pixels.
+function svgContext(width, height) {
+  const parts = [];
+  const stack = [];
+  let transform = [];
+  const probe = document.createElement("canvas").getContext("2d");
+  const anchor = { left: "start", start: "start", right: "end", end: "end", center: "middle" };
+  const ctx = {
+    fillStyle: "#000",
+    font: "10px sans-serif",
+    textAlign: "left",
+    textBaseline: "middle",
+    imageSmoothingEnabled: false,
+    attr() {
+      return transform.length ? ` transform="${transform.join(" ")}"` : "";
+    },
+    save() {
+      stack.push([...transform]);
+    },
+    restore() {
+      transform = stack.pop() || [];
+    },
+    translate(x, y) {
+      transform.push(`translate(${x.toFixed(2)} ${y.toFixed(2)})`);
+    },
+    rotate(angle) {
+      transform.push(`rotate(${((angle * 180) / Math.PI).toFixed(3)})`);
+    },
+    setTransform() {},
+    clearRect() {},
+    measureText(text) {
+      probe.font = ctx.font;
+      return probe.measureText(text);
+    },
+    fillRect(x, y, w, h) {
+      parts.push(`<rect x="${x.toFixed(2)}" y="${y.toFixed(2)}" width="${w.toFixed(2)}" height="${h.toFixed(2)}" fill="${escapeXml(ctx.fillStyle)}"${ctx.attr()}/>`);
+    },
+    fillText(text, x, y) {
+      const baseline = ctx.textBaseline === "middle" ? ' dominant-baseline="central"' : "";
+      parts.push(`<text x="${x.toFixed(2)}" y="${y.toFixed(2)}" text-anchor="${anchor[ctx.textAlign] || "start"}"${baseline} fill="${escapeXml(ctx.fillStyle)}" style="font: ${escapeXml(ctx.font)}"${ctx.attr()}>${escapeXml(text)}</text>`);
+    },
+    drawImage(image, x, y, w, h) {
+      const cols = image.width;
+      const rows = image.height;
+      if (cols * rows <= SVG_CELLS_MAX) {
+        const px = image.getContext("2d").getImageData(0, 0, cols, rows).data;
+        const cw = w / cols;
+        const ch = h / rows;
+        for (let i = 0; i < rows; i++) {
+          for (let j = 0; j < cols; j++) {
+            const k = 4 * (i * cols + j);
+            // a hair wider than the cell, so no background line shows between neighbours
+            parts.push(`<rect x="${(x + j * cw).toFixed(2)}" y="${(y + i * ch).toFixed(2)}" width="${(cw + 0.3).toFixed(2)}" height="${(ch + 0.3).toFixed(2)}" fill="rgb(${px[k]},${px[k + 1]},${px[k + 2]})"/>`);
+          }
+        }
+      } else {
+        const smooth = ctx.imageSmoothingEnabled ? "" : ' style="image-rendering: pixelated"';
+        parts.push(`<image x="${x}" y="${y}" width="${w}" height="${h}" preserveAspectRatio="none"${smooth} href="${image.toDataURL("image/png")}"/>`);
+      }
+    },
+    toString() {
+      return `<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(width)}" height="${Math.ceil(height)}" viewBox="0 0 ${Math.ceil(width)} ${Math.ceil(height)}">\n${parts.join("\n")}\n</svg>\n`;
+    },
+  };
+  return ctx;
+}
+
+function heatmapSvg(root) {
+  const state = root.alState;
+  const L = state.layout;
+  const ctx = svgContext(L.width, L.height);
+  render(ctx, state, L, inkOf(root), pageBackground());
+  return new Blob([ctx.toString()], { type: "image/svg+xml" });
+}
+
+function heatmapPng(root, factor = 2) {
+  const state = root.alState;
+  const L = state.layout;
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.round(L.width * factor);
+  canvas.height = Math.round(L.height * factor);
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(factor, 0, 0, factor, 0, 0);
+  render(ctx, state, L, inkOf(root), pageBackground());
+  return new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
+}
+
+function slug(title) {
+  const s = String(title || "figure").normalize("NFKD").replace(/[^\w]+/g, "-").replace(/^-+|-+$/g, "").toLowerCase();
+  return s.slice(0, 60) || "figure";
+}
+
+function save(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+// For the page's "all figures" archive (assets/figures.js): every drawn heatmap's files.
+window.alHeatmapFiles = async () => {
+  const files = [];
+  for (const root of document.querySelectorAll(".al-heatmap[data-drawn]")) {
+    if (!root.alState || !root.alState.layout) continue;
+    const name = slug(root.dataset.title);
+    files.push({ name: `${name}.png`, blob: await heatmapPng(root) });
+    files.push({ name: `${name}.svg`, blob: heatmapSvg(root) });
+  }
+  return files;
+};
+
+function toolbar(root) {
+  const bar = document.createElement("div");
+  bar.className = "al-heatmap-tools";
+  for (const [format, text] of [["png", "PNG"], ["svg", "SVG"]]) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = `⤓ ${text}`;
+    button.title = format === "png" ? "Download as PNG (2x, for slides)" : "Download as SVG (vector, for papers)";
+    button.setAttribute("aria-label", `Download ${root.dataset.title || "heatmap"} as ${text}`);
+    button.addEventListener("click", async () => {
+      if (!root.alState.layout) return;
+      const name = `${slug(root.dataset.title)}.${format}`;
+      save(format === "png" ? await heatmapPng(root) : heatmapSvg(root), name);
+    });
+    bar.append(button);
+  }
+  return bar;
 }
 
 // The hovered cell's outline and the picked row's frame, on a canvas of their own (no redraw of cells).
@@ -402,6 +599,7 @@ function mount(parentElement, setTriggerValue) {
   tip.className = "al-heatmap-tip";
   tip.hidden = true;
   root.append(canvas, overlay, tip);
+  root.append(toolbar(root));
   parentElement.appendChild(root);
   const state = { canvas, overlay, tip, hover: null, picked: null, setTriggerValue };
   root.alState = state;
@@ -463,6 +661,9 @@ export default function (component) {
   root.dataset.cols = String(h.c);
   root.dataset.kind = h.kind;
   state.canvas.setAttribute("aria-label", `${h.title}: ${h.r} × ${h.c} heatmap`);
+  for (const button of root.querySelectorAll(".al-heatmap-tools button")) {
+    button.setAttribute("aria-label", `Download ${h.title || "heatmap"} as ${button.textContent.slice(2)}`);
+  }
   drawCells(state);
   draw(root, state);
   root.dataset.drawn = h.id;

@@ -1,13 +1,18 @@
-// Step mode's keyboard: a presenter's clicker sends PageDown/PageUp (some send the arrow keys), so those keys move
-// the stages while step mode is on the page. Keys typed into a control (a text box, a slider, a select) are left
-// alone. When the stage changes, its top is scrolled into view, where the presenter is looking.
-const INTERACTIVE = "input, textarea, select, [contenteditable=true], [role=slider], [role=combobox], [role=listbox]";
+// A presenter's clicker: it sends PageDown/PageUp (some send the arrow keys), and those keys move whatever the page
+// steps through (step mode's stages, the KV cache's decoding step, FlashAttention's key blocks) while such a
+// stepper is on the page. Keys typed into a control that uses them (a text box, a slider, a select) are left alone;
+// a switch or a button does not use them, so the keys work right after step mode is switched on with the mouse
+// (the focus stays on the switch). With data.stage (a CSS selector), the stage is scrolled to the top of the
+// window when it first shows and whenever it changes: a clicker cannot scroll, and a stage fits a projector's 768 px.
+const INTERACTIVE =
+  "input:not([type=checkbox]):not([role=switch]), textarea, select, [contenteditable=true], [role=slider], " +
+  "[role=combobox], [role=listbox], [role=radiogroup], [role=spinbutton]";
 const NEXT = new Set(["PageDown", "ArrowRight"]);
 const PREVIOUS = new Set(["PageUp", "ArrowLeft"]);
 
 function onKey(event) {
   const marker = document.querySelector(".al-step-keys");
-  if (!marker || !window.alStepKeys) return; // step mode is not on the page
+  if (!marker || !window.alStepKeys) return; // no stepper on the page
   if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
   if (event.target instanceof Element && event.target.closest(INTERACTIVE)) return;
   const move = NEXT.has(event.key) ? "next" : PREVIOUS.has(event.key) ? "previous" : null;
@@ -16,10 +21,24 @@ function onKey(event) {
   window.alStepKeys(move);
 }
 
+function showStage(selector) {
+  // after the run's elements are laid out, and again while the stage grows (its heatmaps draw a moment later, and
+  // a page shorter than the window cannot scroll as far yet): the stage's top at the window's top
+  const stage = document.querySelector(selector);
+  if (!stage) return;
+  const scroll = () => stage.scrollIntoView({ block: "start", behavior: "instant" });
+  requestAnimationFrame(scroll);
+  if (window.alStageObserver) window.alStageObserver.disconnect();
+  const observer = (window.alStageObserver = new ResizeObserver(scroll));
+  observer.observe(stage);
+  setTimeout(() => observer.disconnect(), 2000);
+}
+
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   let marker = parentElement.querySelector(".al-step-keys");
-  if (!marker) {
+  const fresh = !marker;
+  if (fresh) {
     marker = document.createElement("div");
     marker.className = "al-step-keys";
     parentElement.appendChild(marker);
@@ -30,8 +49,7 @@ export default function (component) {
     document.addEventListener("keydown", onKey);
   }
   const step = data && typeof data.step === "number" ? data.step : 0;
-  if (marker.dataset.step !== undefined && marker.dataset.step !== String(step)) {
-    marker.scrollIntoView({ block: "start", behavior: "instant" });
-  }
+  const changed = marker.dataset.step !== undefined && marker.dataset.step !== String(step);
+  if (data && data.stage && (fresh || changed)) showStage(data.stage);
   marker.dataset.step = String(step);
 }

@@ -38,12 +38,13 @@ if size < smallest:
     ui.finish()
     st.stop()
 key_blocks = flash.blocks(n, size)
+j = ui.clicker("tile", len(key_blocks) - 1)  # a presenter's PageDown/PageUp: the next key block, or back
 if len(key_blocks) > 1:
     ui.slider("tile", container=sliders[1], top=len(key_blocks) - 1, help="The key blocks are visited in order; "
-              "this is the last one visited so far (counted from 0).")  # fmt: skip
+              "this is the last one visited so far (counted from 0). Keys: PageDown / → next block, PageUp / ← "
+              "back.")  # fmt: skip
 else:
     sliders[1].caption(f"One block of {size} holds all {n} keys: a smaller block size gives tiles to step through.")
-j = min(int(ui.get("tile")), len(key_blocks) - 1)
 current = key_blocks[j]
 
 tiled = llm.tiled(result, size)

@@ -59,8 +59,7 @@ st.caption("One colour scale for all heads. Heads of a group share keys, so thei
            "their own queries.")  # fmt: skip
 
 st.subheader("What the KV cache keeps")
-per_number = st.segmented_control("Number format", list(kv_memory.BYTES_PER_NUMBER), default="float16",
-                                  key="gq:dtype") or "float16"  # fmt: skip
+per_number = ui.segmented("kv_dtype")  # in the link, like every control
 size = kv_memory.BYTES_PER_NUMBER[per_number]
 t = len(result.tokens)
 # keys of d_k numbers and values of d_v numbers (24 and 28 by default: not 2 · d_k)
@@ -72,7 +71,7 @@ c[0].metric("This setting, one layer", kv_memory.format_bytes(here), help="layer
 c[1].metric("Multi-head (MHA)", kv_memory.format_bytes(full), help="One K/V head per query head.")
 c[2].metric("Saved", f"{1 - here / full:.0%}", help="Fewer K/V heads keep fewer numbers per token.")
 
-model_name = st.selectbox("A published model", list(kv_memory.MODELS), key="gq:model")
+model_name = ui.select("kv_model", container=st)
 model = kv_memory.MODELS[model_name]
 points = kv_memory.cache_series(model, bytes_per_number=size)
 frame = pd.DataFrame({"x": [p.tokens for p in points], "y": [p.bytes / 2**20 for p in points],

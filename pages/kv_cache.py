@@ -16,7 +16,7 @@ ui.show_url_warnings(mask="causal")  # decoding needs a mask that hides the futu
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "window"])
 result = ui.result_or_stop()
 n = len(result.tokens)
-t = min(int(ui.get("decode_step")), n - 1)  # one token: step 0
+t = ui.clicker("decode_step", n - 1)  # a presenter's PageDown/PageUp: next token, back; one token: step 0
 
 try:
     (step,) = decoding.decode_result(result, steps=[t])  # the one step shown: it reads the cache as it is at t
@@ -38,6 +38,7 @@ if n > 1:
     controls.button("Next token ▶", key="kv:next", type="primary", disabled=t >= n - 1, on_click=llm.advance,
                     args=("decode_step", n - 1))  # fmt: skip
     controls.button("Restart", key="kv:restart", disabled=t == 0, on_click=llm.choose, args=("decode_step", 0))
+    controls.caption("Keys: PageDown / → next token")
 else:
     st.info("One token: the cache holds just its key and value. Add words to the sentence to watch it grow.")
 

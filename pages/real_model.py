@@ -106,8 +106,7 @@ st.markdown("**Head gallery**: every head scored on this sentence for what heads
 scores = pretrained.head_scores(run)
 values = scores.scores()
 best = interpret.best_heads(scores)
-shown = st.segmented_control("Behaviour", list(values), default="previous_token", key="rm:behaviour",
-                             format_func=real.BEHAVIOURS.get) or "previous_token"  # fmt: skip
+shown = ui.segmented("behaviour", format_func=real.BEHAVIOURS.get)  # in the link, like every control
 ui.heatmap(values[shown], [f"layer {i}" for i in range(6)], [f"h{j}" for j in range(12)],
            title=f"Score: {real.BEHAVIOURS[shown]}", kind="weights", key="rm:gallery")  # fmt: skip
 jumps = st.container(horizontal=True, wrap=True, vertical_alignment="center")  # as wide as their labels

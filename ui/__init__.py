@@ -45,7 +45,6 @@ from .state import (
     allowed,
     default,
     ensure_frame,
-    finish,
     get,
     init_state,
     page_defaults,
@@ -164,6 +163,13 @@ def _return_freed_memory() -> None:
 
 
 _return_freed_memory()
+def finish() -> None:
+    """Call last on every page: the state written back into the URL (`ui.state.finish`), then one button that
+    downloads all the page's figures."""
+    state.finish()
+    heatmaps.figures_archive()
+
+
 
 
 def _trim_heaps(every_s: float = 5.0) -> None:

@@ -33,6 +33,10 @@ _HEATMAP = st.components.v2.component(
     isolate_styles=False,  # one style sheet, every rule under .al-heatmap; tests and benchmarks read its DOM
 )
 HEATMAP_KINDS = ("diverging", "weights", "mask")
+# PNG/SVG buttons on every Vega-Lite chart, and the page's "All figures" archive (the heatmaps have their own buttons)
+_FIGURES = st.components.v2.component(
+    "attention_lab.figures", js=(ASSETS / "figures.js").read_text(encoding="utf-8"), isolate_styles=False
+)
 
 
 def largest_abs(matrix: torch.Tensor, blocked: torch.Tensor | None = None) -> float:
@@ -62,6 +66,7 @@ def heatmap_payload(
     max_abs: float | None = None,
     top: float = 1.0,
     row_labels: bool = True,
+    max_height: int | None = None,
 ) -> bytes:
     """The bytes the heatmap component draws: a uint32 header length, a JSON header (title, labels, colour scale),
     the (rows, cols) values as little-endian float32 row by row, then one byte a cell (1 = blocked) if any is.
@@ -92,7 +97,7 @@ def heatmap_payload(
         "annotate": annotate,
         "selectable": selectable,
         "legend": legend,
-        "plotHeight": plot_height(r),
+        "plotHeight": plot_height(r) if max_height is None else min(plot_height(r), max_height),
         "blocked": bool(flagged.any()),
     }
     body = values.tobytes() + (flagged.astype(np.uint8).tobytes() if header["blocked"] else b"")
@@ -100,6 +105,12 @@ def heatmap_payload(
     text = json.dumps(header, ensure_ascii=False).encode("utf-8")
     text += b" " * (-(4 + len(text)) % 4)  # the float32 numbers start 4-byte aligned
     return struct.pack("<I", len(text)) + text + body
+
+
+def figures_archive() -> None:
+    """One button that downloads every figure of the page (heatmaps and charts) as PNG (2x) and SVG in a .zip,
+    built in the browser (assets/figures.js); it also gives each Vega-Lite chart its own PNG and SVG buttons."""
+    _FIGURES(key="al:figures", data={"page": "figures"}, height="content")
 
 
 def decode_heatmap(payload: bytes) -> tuple[dict, torch.Tensor, torch.Tensor]:
@@ -134,6 +145,7 @@ def heatmap(
     max_abs: float | None = None,
     top: float = 1.0,
     row_labels: bool = True,
+    max_height: int | None = None,
 ) -> int | None:
     """A labelled heatmap of a (rows, cols) matrix; returns the row just clicked when selectable (else None).
 
@@ -144,13 +156,15 @@ def heatmap(
     Small multiples share one colour scale: max_abs sets the diverging scale's ends (±max_abs), top the weights
     scale's (0 to top, so near-uniform weights are not one flat block), for all of them, and legend=False leaves
     the colour bar to one caption beside them; row_labels=False leaves the row labels to the first of a row of
-    small multiples (the hover readout still names the rows).
+    small multiples (the hover readout still names the rows). max_height caps the cells' height in pixels (step
+    mode: a stage fits a projector's window).
     """
     r, c = matrix.shape
     annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX and annotate is not False
     payload = heatmap_payload(
         matrix.float() if kind == "mask" else matrix, rows, cols, title=title, kind=kind, blocked=blocked,
         annotate=annotate, selectable=selectable, legend=legend, max_abs=max_abs, top=top, row_labels=row_labels,
+        max_height=max_height,
     )  # fmt: skip
     url_before_figure()
     key = key or f"heatmap:{title}"

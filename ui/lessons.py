@@ -126,22 +126,47 @@ def _move_step(delta: int | None) -> None:
 
 def stepper(result: Result, head: int) -> None:
     """Workshop mode: one stage at a time, its title and a sentence to say; Previous/Next on the page and on the
-    keyboard (PageDown/PageUp, as presenters' clickers send, and the arrow keys)."""
-    keys = _STEP_KEYS(key="step:keys", data={"step": int(get("step"))}, on_move_change=ignore_event, height=0)
-    if keys is not None and keys.get("move") in ("next", "previous"):
-        _move_step(1 if keys["move"] == "next" else -1)
+def clicker(name: str, last: int, *, stage: str | None = None) -> int:
+    """A presenter's clicker (PageDown/PageUp, or the arrow keys) moves the int parameter `name` one on or back,
+    within 0..last; returns its value. Call it before the widgets that show the parameter, so they show the move.
+
+    stage: a CSS selector of what to scroll to the window's top when it first shows and whenever the value changes
+    (step mode's stage); None leaves the page where it is.
+    """
+    value = min(max(int(get(name)), 0), last)
+    keys = _STEP_KEYS(key=f"keys:{name}", data={"step": value, "stage": stage}, on_move_change=ignore_event,
+                      height=0)  # fmt: skip
+    move = keys.get("move") if keys is not None else None
+    if move in ("next", "previous"):
+        moved = min(max(value + (1 if move == "next" else -1), 0), last)
+        if moved != value:
+            put(name, moved)
+            # the keys' component was drawn with the old value: run again, so that it (and the stage it scrolls
+            # to) shows the new one, as after a button's callback
+            st.rerun()
+    return value
+
+
+STAGE_BOX = "st-key-al-stage"  # the class of step mode's box: buttons, stage title, what to say and the figure
+STEP_PLOT_MAX = 300  # px (before presenter mode's enlarging): a stage's heatmap fits a projector's 768 px
+
+
+    keyboard (PageDown/PageUp, as presenters' clickers send, and the arrow keys). The whole stage fits a 1024 x 768
+    window, and the window scrolls to it when it changes."""
+    clicker("step", len(STAGES) - 1, stage="." + STAGE_BOX)
     # the buttons move the step in callbacks, before this run, so Previous/Next are disabled at the right stage
     step = int(get("step"))
-    nav = st.container(horizontal=True, vertical_alignment="center")  # buttons as wide as their labels
+    box = st.container(key=STAGE_BOX.removeprefix("st-key-"))
+    nav = box.container(horizontal=True, vertical_alignment="center")  # buttons as wide as their labels
     nav.button("◀ Previous", disabled=step == 0, key="step:back", on_click=_move_step, args=(-1,))
     nav.button("Next ▶", disabled=step == len(STAGES) - 1, key="step:next", type="primary", on_click=_move_step,
                args=(1,))  # fmt: skip
     nav.button("Restart", key="step:reset", on_click=_move_step, args=(None,))
-    nav.caption("Keys: PageDown / → next, PageUp / ← previous")
-    st.progress((step + 1) / len(STAGES), text=f"Stage {step + 1} of {len(STAGES)}: {STAGES[step]}")
-    st.subheader(f"{step + 1}. {STAGES[step]}")
-    st.markdown(f"**Say:** {SAY[step]}")
-    _stage(step, result, head, labels(result.tokens), labels(result.key_tokens))
+    nav.caption(f"Stage {step + 1} of {len(STAGES)} · keys: PageDown / → next, PageUp / ← previous")
+    box.subheader(f"{step + 1}. {STAGES[step]}")
+    box.markdown(f"**Say:** {SAY[step]}")
+    with box:
+        _stage(step, result, head, labels(result.tokens), labels(result.key_tokens))
 
 
 def _dims(n: int) -> list[str]:
@@ -151,27 +176,61 @@ def _dims(n: int) -> list[str]:
 def _stage(s: int, r: Result, h: int, tok: list[str], keys: list[str]) -> None:
     if s == 0:
         explain("Each token becomes a vector of d_model numbers: the input x.")
-        heatmap(r.embeddings, tok, _dims(r.embeddings.shape[1]), title="embeddings x", key="st:emb")
+        heatmap(
+            r.embeddings,
+            tok,
+            _dims(r.embeddings.shape[1]),
+            title="embeddings x",
+            key="st:emb",
+            max_height=STEP_PLOT_MAX,
+        )
     elif s == 1:
         explain("Three learned matrices project every token into a query, a key and a value.")
         c = st.columns(3)
-        heatmap(r.queries[h], tok, _dims(r.d_k), title="queries Q = x W_q", key="st:q", container=c[0])
-        heatmap(r.keys[h], keys, _dims(r.d_k), title="keys K = x W_k", key="st:k", container=c[1])
-        heatmap(r.values[h], keys, _dims(r.d_v), title="values V = x W_v", key="st:v", container=c[2])
+        heatmap(
+            r.queries[h],
+            tok,
+            _dims(r.d_k),
+            title="queries Q = x W_q",
+            key="st:q",
+            max_height=STEP_PLOT_MAX,
+            container=c[0],
+        )
+        heatmap(
+            r.keys[h], keys, _dims(r.d_k), title="keys K = x W_k", key="st:k", max_height=STEP_PLOT_MAX, container=c[1]
+        )
+        heatmap(
+            r.values[h],
+            keys,
+            _dims(r.d_v),
+            title="values V = x W_v",
+            key="st:v",
+            max_height=STEP_PLOT_MAX,
+            container=c[2],
+        )
     elif s == 2:
         explain("omega = Q Kᵀ: how well each query matches each key (a dot product).")
-        heatmap(r.omega[h], tok, keys, title="omega = Q Kᵀ", key="st:omega")
+        heatmap(r.omega[h], tok, keys, title="omega = Q Kᵀ", key="st:omega", max_height=STEP_PLOT_MAX)
     elif s == 3:
         explain(f"The scores are divided by {r.scale:.4g} so the softmax does not saturate as d_k grows.")
-        heatmap(r.scaled[h], tok, keys, title=f"omega / {r.scale:.4g}", key="st:scaled")
+        heatmap(r.scaled[h], tok, keys, title=f"omega / {r.scale:.4g}", key="st:scaled", max_height=STEP_PLOT_MAX)
     elif s == 4:
         explain("Blocked scores become −∞, so the softmax gives them exactly zero weight.")
-        heatmap(r.masked[h], tok, keys, title="masked scores", blocked=r.mask, key="st:masked")
+        heatmap(
+            r.masked[h], tok, keys, title="masked scores", blocked=r.mask, key="st:masked", max_height=STEP_PLOT_MAX
+        )
     elif s == 5:
         explain("Softmax turns each row into weights that are positive and sum to 1.")
         heatmap(
-            r.dropped_weights[h], tok, keys, title="softmax weights", kind="weights", blocked=r.mask, key="st:weights"
+            r.dropped_weights[h],
+            tok,
+            keys,
+            title="softmax weights",
+            kind="weights",
+            blocked=r.mask,
+            key="st:weights",
+            max_height=STEP_PLOT_MAX,
         )
     else:
         explain("Each context vector is the weights' mix of the value vectors: Z = A V.")
-        heatmap(r.context[h], tok, _dims(r.d_v), title="context Z = A V", key="st:context")
+        heatmap(r.context[h], tok, _dims(r.d_v), title="context Z = A V", key="st:context", max_height=STEP_PLOT_MAX)

@@ -100,7 +100,7 @@ def test_the_gallery_draws_every_heads_score() -> None:
     at = page()
     scores = pretrained.head_scores(pretrained.forward(pretrained.load(), pretrained.DEFAULT_SENTENCE))
     torch.testing.assert_close(drawn(at)["Score: previous token"][0], scores.previous_token)
-    at.segmented_control(key="rm:behaviour").set_value("coreference").run()
+    at.segmented_control(key="w:behaviour").set_value("coreference").run()
     torch.testing.assert_close(drawn(at)["Score: coreference “it” → “animal”"][0], scores.coreference)
 
 

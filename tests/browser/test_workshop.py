@@ -1,0 +1,244 @@
+"""A workshop a clicker can run, on a projector's 1024 x 768: the clicker's keys right after step mode is switched on,
+every stage in view, numbers a room can read, a compact navigation in presenter mode, links without the presenter's
+screen, figures that download for slides, and a very long word that does not freeze the tab.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+import zipfile
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from browser.test_pages import assert_clean, open_page, poll, settle, slider, stage_sequence, wait_for_charts
+
+pytestmark = pytest.mark.browser
+
+PROJECTOR = {"width": 1024, "height": 768}
+STAGE_BOX = '[data-testid="stMain"] .st-key-al-stage'
+HEATMAPS_JS = """els => els.map(e => ({title: e.dataset.title, numbers: e.dataset.numberPx,
+    measures: +e.dataset.measures, rows: +e.dataset.rows, cols: +e.dataset.cols}))"""
+
+
+@pytest.fixture
+def projector(page):
+    page.set_viewport_size(PROJECTOR)
+    return page
+
+
+def heatmaps(page) -> list[dict]:
+    return page.locator(".al-heatmap[data-drawn]").evaluate_all(HEATMAPS_JS)
+
+
+def press_until(page, key: str, stage: int) -> None:
+    page.keyboard.press(key)
+    poll(lambda: stage_sequence(page), lambda seq: seq == [stage])
+    settle(page)
+    assert stage_sequence(page) == [stage], f"after {key}"
+
+
+def test_the_clicker_works_right_after_step_mode_is_switched_on_with_the_mouse(projector, app_url, page_errors):
+    page = projector
+    open_page(page, app_url, "self_attention")
+    wait_for_charts(page)
+    page.locator('[data-testid="stMain"] label').filter(has_text=re.compile("Step-by-step")).click()  # the mouse
+    page.get_by_role("button", name=re.compile(r"^\s*Next")).wait_for()
+    settle(page)
+    focused = page.evaluate("document.activeElement && document.activeElement.getAttribute('role')")
+    assert focused == "switch", focused  # the focus stayed on the switch, as after a click
+    press_until(page, "PageDown", 1)
+    press_until(page, "PageDown", 2)
+    press_until(page, "PageUp", 1)
+    assert_clean(page, page_errors)
+
+
+def stage_box(page) -> dict:
+    return page.locator(STAGE_BOX).evaluate(
+        "e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, height: r.height}; }"
+    )
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_every_stage_is_in_view_on_a_projector(projector, app_url, page_errors, present):
+    """The stage (its buttons, title, what to say and its figure) inside the 1024 x 768 window at every stage,
+    with no scrolling by the presenter: the window scrolls to it when it shows and when it changes."""
+    page = projector
+    open_page(page, app_url, "self_attention", "stepmode=true" + ("&present=true" if present else ""))
+    boxes = []
+    for stage in range(7):
+        if stage:
+            press_until(page, "PageDown", stage)
+        wait_for_charts(page)
+        page.wait_for_timeout(300)  # the scroll happens on the next frame
+        box = stage_box(page)
+        boxes.append(box)
+        assert box["top"] >= 0 and box["bottom"] <= PROJECTOR["height"], f"stage {stage + 1}: {box}"
+    print("stage boxes", [(round(b["top"]), round(b["bottom"])) for b in boxes])
+    assert_clean(page, page_errors)
+
+
+@pytest.mark.parametrize("path", ["self_attention", "masks", "compare", "cross_attention"])
+def test_presenter_pages_show_numbers_a_room_can_read(projector, app_url, page_errors, path):
+    """In presenter mode every number drawn in a cell is at least 12 px, and the page's main matrices show them;
+    the navigation is in the top bar and the class's sentence can be typed."""
+    page = projector
+    open_page(page, app_url, path, "present=true")
+    wait_for_charts(page)
+    page.wait_for_timeout(300)
+    shown = heatmaps(page)
+    sizes = [float(h["numbers"]) for h in shown if h["numbers"]]
+    print(path, [(h["title"], h["numbers"]) for h in shown])
+    assert sizes, f"no heatmap shows its numbers: {shown}"
+    assert min(sizes) >= 12, shown
+    assert not page.locator('[data-testid="stSidebar"]').is_visible()
+    nav = page.locator('[data-testid="stHeader"]').inner_text()
+    assert "Attention" in nav and "Experiments" in nav, nav  # the sections' menus, in the top bar
+    assert page.get_by_role("button", name=re.compile("Sentence")).count() == 1
+    assert_clean(page, page_errors)
+
+
+def test_the_sentence_is_typed_in_presenter_mode(projector, app_url, page_errors):
+    page = projector
+    open_page(page, app_url, "self_attention", "present=true")
+    wait_for_charts(page)
+    page.get_by_role("button", name=re.compile("Sentence")).click()
+    box = page.get_by_role("dialog").get_by_role("textbox")
+    box.fill("the class types its own words")
+    box.press("Control+Enter")
+    poll(lambda: parse_qs(urlparse(page.url).query).get("sentence"), lambda v: v == ["the class types its own words"])
+    settle(page)
+    wait_for_charts(page)
+    assert any(h["rows"] == 6 and "Softmax" in h["title"] for h in heatmaps(page))
+    assert_clean(page, page_errors)
+
+
+def test_the_clicker_drives_the_kv_cache_and_flashattention(projector, app_url, page_errors):
+    page = projector
+    open_page(page, app_url, "kv_cache")
+    wait_for_charts(page)
+    page.locator('[data-testid="stMain"] h1').click()  # focus on the page, not on a control
+    for step in (1, 2):
+        page.keyboard.press("PageDown")
+        poll(lambda: parse_qs(urlparse(page.url).query).get("decode_step"), lambda v, s=step: v == [str(s)])
+        settle(page)
+        assert slider(page, "Decoding step").input_value() == str(step)
+    page.keyboard.press("PageUp")
+    poll(lambda: slider(page, "Decoding step").input_value(), lambda v: v == "1")
+    settle(page)
+    assert slider(page, "Decoding step").input_value() == "1"
+
+    open_page(page, app_url, "flash_attention")
+    wait_for_charts(page)
+    page.locator('[data-testid="stMain"] h1').click()
+    page.keyboard.press("PageDown")
+    poll(lambda: slider(page, "Key block").input_value(), lambda v: v == "1")
+    settle(page)
+    assert slider(page, "Key block").input_value() == "1"
+    assert page.get_by_role("heading", name=re.compile("After key block 1")).count() == 1
+    assert_clean(page, page_errors)
+
+
+def test_the_presenters_link_opens_the_ordinary_page_with_navigation(browser, projector, app_url, page_errors):
+    """present=true and other pages' settings stay out of the link a page writes: a student who opens the presenter's
+    link gets the page with its navigation and controls."""
+    page = projector
+    open_page(page, app_url, "compare", "b_heads=4")  # Compare's side B, then on to another page
+    wait_for_charts(page)
+    open_page(page, app_url, "masks", "present=true&seed=7&decode_step=3")
+    wait_for_charts(page)
+    query = parse_qs(urlparse(page.url).query)
+    assert query.get("seed") == ["7"] and "present" not in query, query
+    assert "decode_step" not in query and "b_heads" not in query, query
+    other = browser.new_context(viewport=PROJECTOR)
+    try:
+        student = other.new_page()
+        student.goto(page.url)
+        settle(student)
+        wait_for_charts(student)
+        assert student.locator('[data-testid="stSidebarNav"]').is_visible()
+        assert slider(student, "seed").input_value() == "7"
+    finally:
+        other.close()
+    assert_clean(page, page_errors)
+
+
+def test_a_ten_thousand_character_word_is_drawn_with_a_bounded_number_of_measurements(projector, app_url, page_errors):
+    """A prank link (?sentence=xxxx...) must not freeze the tab: label shortening measures a bounded prefix by
+    halving, so a heatmap with a 10,000-character label takes as few text measurements as one with short labels."""
+    page = projector
+    word = "x" * 10_000
+    open_page(page, app_url, "self_attention", f"sentence=short+{word}+words")
+    wait_for_charts(page, timeout=60_000)
+    shown = heatmaps(page)
+    assert shown and all(h["rows"] == 3 for h in shown), shown
+    open_page(page, app_url, "self_attention", "sentence=short+long+words")
+    wait_for_charts(page)
+    short = heatmaps(page)
+    # the same figures; at most ~10 more measurements a label cut, against ~10,000 one character at a time before
+    for long_one, short_one in zip(shown, short, strict=True):
+        assert long_one["measures"] <= short_one["measures"] + 40, (long_one, short_one)
+    page.goto(f"{app_url}/?sentence=short+{word}+words")
+    settle(page)
+    wait_for_charts(page)
+    drawn = page.evaluate(
+        "performance.getEntriesByType('measure').filter(m => m.name.startsWith('al-heatmap')).map(m => m.duration)"
+    )
+    print("heatmap draw times with a 10,000-character word (ms):", [round(d, 1) for d in drawn])
+    assert drawn, "no heatmap reported its drawing time"
+    assert_clean(page, page_errors)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_figures_download_as_png_and_svg_with_their_titles(browser, app_url, downloads_dir, scheme):
+    context = browser.new_context(viewport=PROJECTOR, accept_downloads=True, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        open_page(page, app_url, "self_attention")
+        wait_for_charts(page)
+        figure = page.locator(".al-heatmap").filter(has=page.locator("canvas")).nth(2)  # the softmax weights
+        figure.hover()
+        width = figure.evaluate("e => e.alState.layout.width")
+        with page.expect_download() as info:
+            figure.get_by_role("button", name=re.compile("as PNG")).click()
+        png = downloads_dir / info.value.suggested_filename
+        info.value.save_as(png)
+        assert png.name == "softmax-weights.png"
+        w, _ = png_size(png.read_bytes())
+        assert abs(w - 2 * width) <= 2, (w, width)  # crisp at 2x
+        with page.expect_download() as info:
+            figure.get_by_role("button", name=re.compile("as SVG")).click()
+        svg = info.value.path().read_text(encoding="utf-8")
+        assert svg.startswith("<?xml") and "<svg" in svg and ">Softmax weights</text>" in svg
+        assert ">5 dessert</text>" in svg and ">1.00</text>" in svg  # the labels and the colour bar
+        background = page.evaluate("getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor")
+        assert svg.split("\n")[2].endswith(f'fill="{background}"/>'), svg[:400]  # the theme's background first
+        ink = figure.evaluate("e => getComputedStyle(e).color")
+        assert f'fill="{ink}" style="font: 600' in svg  # the title in the theme's ink
+
+        open_page(page, app_url, "scaling")
+        wait_for_charts(page)
+        page.wait_for_timeout(1000)  # the charts' buttons are added just after they draw
+        with page.expect_download(timeout=60_000) as info:
+            page.get_by_role("button", name=re.compile("All figures")).click()
+        archive = zipfile.ZipFile(io.BytesIO(info.value.path().read_bytes()))
+        names = archive.namelist()
+        assert archive.testzip() is None
+        pngs = [n for n in names if n.endswith(".png")]
+        svgs = [n for n in names if n.endswith(".svg")]
+        assert len(pngs) == len(svgs) >= 3, names
+        for name in pngs:
+            png_size(archive.read(name))
+        assert all(b"<svg" in archive.read(n) for n in svgs)
+        assert not errors, errors
+    finally:
+        context.close()
