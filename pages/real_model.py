@@ -43,7 +43,7 @@ with c[2]:
     toy = ui.toggle("toy", container=st)
     if toy:
         seed = int(ui.slider("seed", container=st))
-result = real.head_result(str(ui.get("sentence")), layer, head, seed if toy else None)
+result = real.head_result(run, layer, head, seed if toy else None)
 if toy:
     st.info(
         "Random weights: the same inputs, shapes and scale as the trained head, with every number of W_query, "
@@ -76,14 +76,14 @@ st.markdown(
     "vector: what it adds to a query's output is α·f(x), its value through the head's share of the output "
     "projection. Much of the weight that goes to [CLS] and [SEP] moves almost nothing."
 )
-norms = pretrained.norm_based(model, run, layer)
+norms = pretrained.norm_based(model, run, layer, head)  # index 0: this head
 left, right = st.columns(2)
-ui.heatmap(norms.weights[head], tok, tok, title=f"Weight α, layer {layer} head {head}", kind="weights",
+ui.heatmap(norms.weights[0], tok, tok, title=f"Weight α, layer {layer} head {head}", kind="weights",
            key="rm:alpha", container=left, annotate=False)  # fmt: skip
-left.caption(f"Share of the weight on [CLS]/[SEP]: {float(norms.weight_share[head].mean()):.0%} (mean over queries).")
-ui.heatmap(norms.norms[head], tok, tok, title=f"‖α·f(x)‖, layer {layer} head {head}", kind="weights",
-           key="rm:norms", container=right, annotate=False, top=float(norms.norms[head].max()))  # fmt: skip
-right.caption(f"Share of the norm on [CLS]/[SEP]: {float(norms.norm_share[head].mean()):.0%} (mean over queries).")
+left.caption(f"Share of the weight on [CLS]/[SEP]: {float(norms.weight_share[0].mean()):.0%} (mean over queries).")
+ui.heatmap(norms.norms[0], tok, tok, title=f"‖α·f(x)‖, layer {layer} head {head}", kind="weights",
+           key="rm:norms", container=right, annotate=False, top=float(norms.norms[0].max()))  # fmt: skip
+right.caption(f"Share of the norm on [CLS]/[SEP]: {float(norms.norm_share[0].mean()):.0%} (mean over queries).")
 if toy:
     st.caption("These and the analyses below read the trained model: the random head is only in the panels above.")
 
@@ -92,7 +92,7 @@ st.markdown(
     "say which input words an output came from. Rollout averages each layer's heads, adds the residual "
     "connection as attention to oneself, and multiplies the layers up to this one."
 )
-roll = interpret.rollout(run.weights).rollout[layer]
+roll = run.rollout[layer]
 left, right = st.columns(2)
 ui.heatmap(roll, tok, tok, title=f"Rollout through layer {layer}", kind="weights", key="rm:rollout",
            annotate=False, top=float(roll.max()), container=left)  # fmt: skip
@@ -103,7 +103,7 @@ right.caption(
 )
 
 st.markdown("**Head gallery**: every head scored on this sentence for what heads are known to do.")
-scores = pretrained.head_scores(run)
+scores = run.scores
 values = scores.scores()
 best = interpret.best_heads(scores)
 shown = ui.segmented("behaviour", format_func=real.BEHAVIOURS.get)  # in the link, like every control

@@ -12,26 +12,33 @@ from __future__ import annotations
 
 import html
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
 
 import streamlit as st
 import torch
 
 from attention import Result, pretrained
+from attention import budget as sizes
 
+from . import budget
 from .heatmaps import heatmap
 from .markup import labels
 from .state import finish, get, put
 
-# A run keeps every intermediate: about 0.5 MB at 16 tokens, 8 MB at 64, 120 MB at 512 (mostly the 6 x 12
-# attention matrices). The server has 690 MB for everyone, so runs of up to SMALL_TOKENS tokens share a cache
-# of a few entries and one longer run is kept, for ten minutes.
-SMALL_TOKENS = 64
+# What the page draws of the model on a sentence is a `pretrained.Reading`: the hidden states, the rollout, the
+# head scores (and every weight up to MODEL_VIEW_MAX tokens), 0.25 MB at 16 tokens, 11 MB at 512; every head's
+# matrices are computed from it. One Reading per sentence is made at a time across the server, shared by every
+# session that asks for it while it is made or kept: the last CACHE_BYTES of them stay for the next visitor.
+# Making one is admitted against the server's budget (ui.budget), its bytes held there while anything holds it.
+CACHE_BYTES = 48 * budget.MB
+HEAD_CACHE_BYTES = 24 * budget.MB  # the heads' Results (7 MB at 512 tokens), most recent first
 # The heatmap component draws at least 120 px wide (wider overlaps its neighbour): four a row fit the main
 # column of a 1024 px window beside the sidebar (six do not)
 HEADS_A_ROW = 4
 MODEL_VIEW_MAX = 64  # the model view draws 72 T x T maps; beyond this many tokens it is one blur
-_LARGE_LOCK = threading.Lock()
 
 BEHAVIOURS = {
     "previous_token": "previous token",
@@ -45,30 +52,120 @@ BEHAVIOURS = {
 # --------------------------------------------------------------------------- the model, run and cached
 
 
-@st.cache_resource(max_entries=4, ttl=3600, show_spinner=False)
-def _run_small(sentence: str) -> pretrained.ModelRun:
-    return pretrained.forward(pretrained.load(), sentence)
+class _Abandoned(Exception):
+    """The session making a Reading stopped (its visitor reran or left): a session waiting for it makes it."""
 
 
-@st.cache_resource(max_entries=1, ttl=600, show_spinner=False)
-def _run_large(sentence: str) -> pretrained.ModelRun:
-    with _LARGE_LOCK:
-        _run_large.clear()  # let go of the old long run before computing the new one, not after
-        return pretrained.forward(pretrained.load(), sentence)
+class _Shared:
+    """Values made once per key at a time and kept, most recently used last, up to `capacity` bytes (the newest
+    is kept whatever its size): a session asking for a key another session is making waits for that one."""
+
+    def __init__(self, capacity: int, size: Callable[[Any], int]) -> None:
+        self.capacity, self.size = capacity, size
+        self.lock = threading.Lock()
+        self.kept: OrderedDict[Any, Any] = OrderedDict()
+        self.making: dict[Any, Future] = {}
+        self.made = 0  # how many values were made (tests: one per key)
+
+    def get(self, key: Any, make: Callable[[], Any], waiting: str = "") -> Any:
+        while True:
+            with self.lock:
+                if key in self.kept:
+                    self.kept.move_to_end(key)
+                    return self.kept[key]
+                future = self.making.get(key)
+                mine = future is None
+                if mine:
+                    future = self.making[key] = Future()
+            if mine:
+                return self._make(key, make, future)
+            try:
+                if waiting and _in_script():
+                    with st.spinner(waiting, show_time=True):
+                        return future.result(timeout=budget.WAIT_S)
+                return future.result(timeout=budget.WAIT_S)
+            except _Abandoned:
+                continue  # its maker stopped: make it here
+            except TimeoutError:
+                raise budget.Refused(f"{waiting} did not finish in {budget.WAIT_S:.0f} s: try again") from None
+
+    def _make(self, key: Any, make: Callable[[], Any], future: Future) -> Any:
+        try:
+            value = make()
+        except BaseException as exc:
+            with self.lock:
+                del self.making[key]
+            # an error of the input is every session's; a stopped script's control exception is only its own
+            future.set_exception(exc if isinstance(exc, Exception) else _Abandoned())
+            raise
+        with self.lock:
+            del self.making[key]
+            self.made += 1
+            self.kept[key] = value
+            total = sum(self.size(v) for v in self.kept.values())
+            while total > self.capacity and len(self.kept) > 1:
+                total -= self.size(self.kept.popitem(last=False)[1])
+        future.set_result(value)
+        return value
+
+    def clear(self) -> None:
+        """Let go of what is kept (what sessions still draw stays theirs)."""
+        with self.lock:
+            self.kept.clear()
 
 
-def run(sentence: str) -> tuple[pretrained.Model, pretrained.ModelRun]:
-    """The model (read once per process) and its run on the sentence, cached by length; errors as in `forward`."""
+def _in_script() -> bool:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return get_script_run_ctx(suppress_warning=True) is not None
+
+
+READINGS = _Shared(CACHE_BYTES, lambda r: r.nbytes)
+HEADS = _Shared(HEAD_CACHE_BYTES, sizes.held_bytes)
+
+
+def _free_cached() -> None:
+    """The budget is short: drop the kept Readings and head Results (their bytes return once no session draws them)."""
+    READINGS.clear()
+    HEADS.clear()
+
+
+def _read(sentence: str) -> pretrained.Reading:
+    """Make a Reading, admitted against the server's budget for the pass's temporaries and the Reading; the
+    Reading's own bytes stay taken while anything holds it."""
     model = pretrained.load()
-    length = len(model.tokenizer.encode(sentence).ids)
-    return model, (_run_small if length <= SMALL_TOKENS else _run_large)(sentence)
+    tokens = len(pretrained.encode(model, sentence).ids)
+    kept = pretrained.reading_bytes(tokens, weights_upto=MODEL_VIEW_MAX)
+    need = pretrained.forward_bytes(tokens) + kept
+    budget.admit(need, evict=_free_cached)
+    try:
+        reading = pretrained.read(model, sentence, weights_upto=MODEL_VIEW_MAX)
+    except BaseException:
+        budget.SERVER.release(need)
+        raise
+    budget.SERVER.release(need - kept)
+    budget.SERVER.hold(reading, kept)
+    return reading
 
 
-def run_or_stop(sentence: str) -> tuple[pretrained.Model, pretrained.ModelRun]:
+def run(sentence: str) -> tuple[pretrained.Model, pretrained.Reading]:
+    """The model (read once per process) and its Reading of the sentence: made once across the server while
+    sessions ask for it at the same time, then kept for the next; errors as in `pretrained.read`, and
+    `ui.budget.Refused` when the server's memory is taken for longer than it waits."""
+    model = pretrained.load()
+    waiting = "Another visitor's run of the model on this sentence is under way: sharing it"
+    return model, READINGS.get(sentence, lambda: _read(sentence), waiting)
+
+
+def run_or_stop(sentence: str) -> tuple[pretrained.Model, pretrained.Reading]:
     """`run`, with a missing or altered model and an empty sentence explained and the page stopped; a sentence
     cut at the model's 512 tokens is said."""
     try:
         model, result = run(sentence)
+    except budget.Refused as exc:
+        st.warning(f"The model cannot run now: {exc}.")
+        finish()
+        st.stop()
     except pretrained.ModelFileError as exc:
         st.error(f"The pretrained model cannot be used: {exc}. Install it with `{pretrained.INSTALL}`; "
                  "every other page works without it.")  # fmt: skip
@@ -86,12 +183,11 @@ def run_or_stop(sentence: str) -> tuple[pretrained.Model, pretrained.ModelRun]:
     return model, result
 
 
-@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
-def head_result(sentence: str, layer: int, head: int, toy_seed: int | None = None) -> Result:
-    """`pretrained.head_result` of the sentence's run, cached by these small arguments: the head's Config holds its
-    three 384 x 32 matrices and would make a slow cache key."""
-    model, ran = run(sentence)
-    return pretrained.head_result(model, ran, layer, head, toy_seed)
+def head_result(reading: pretrained.Reading, layer: int, head: int, toy_seed: int | None = None) -> Result:
+    """`pretrained.head_result` of a head on the Reading (never running the model again), kept a while for the
+    next rerun or session that asks for the same head."""
+    key = (reading.sentence, layer, head, toy_seed)
+    return HEADS.get(key, lambda: pretrained.head_result(pretrained.load(), reading, layer, head, toy_seed))
 
 
 # --------------------------------------------------------------------------- figures
@@ -116,7 +212,7 @@ def go_to(layer: int, head: int) -> None:
     put("head", int(head))
 
 
-def model_view(run: pretrained.ModelRun, layer: int, head: int, key: str = "rm:view") -> None:
+def model_view(run: pretrained.Reading, layer: int, head: int, key: str = "rm:view") -> None:
     """Every head of every layer: one heatmap a head (four side by side, three rows of them), its 6 layers stacked
     top to bottom and parted by a grey row. A click on a row selects that layer and head, and follows that query token.
 

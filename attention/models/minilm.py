@@ -15,6 +15,7 @@ module reads nothing, and `import attention` does not import safetensors or toke
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import math
@@ -182,18 +183,52 @@ class Encoding:
     truncated: bool  # the sentence had more than MAX_TOKENS - 2 subword tokens; the rest was dropped
 
 
+LONG_WORD = 4096
+_WORD_END = re.compile(r"[\s!-/:-@\[-`{-~]")  # white space or ASCII punctuation: where a pre-token ends
+
+
+def _cut(model: Model, sentence: str) -> tuple[str, bool]:
+    """The start of the sentence that holds its first MAX_TOKENS - 2 subword tokens, so that a long text (a 16 MiB
+    file) is never tokenized whole: tokenizing holds about 300 bytes a character.
+
+    A token depends only on its own pre-token (the tokenizer splits at white space and punctuation, and its
+    normaliser works a character at a time), so cutting a text changes only its last pre-token: a prefix is
+    enough once its wanted tokens all end before that pre-token starts. Prefixes double from 4 KiB until one is.
+    Returns the text to tokenize and whether tokens were dropped with what was cut off. A word of more than
+    LONG_WORD characters is one [UNK] token (WordPiece gives up after 100), so its characters beyond that are
+    dropped too: a 16 MiB text without a space is not tokenized whole either.
+    """
+    n = 4096
+    while n < len(sentence):
+        prefix = sentence[:n]
+        pieces = model.tokenizer.pre_tokenizer.pre_tokenize_str(prefix)
+        if pieces and pieces[-1][1][1] == n and pieces[-1][1][1] - pieces[-1][1][0] >= LONG_WORD:
+            gap = _WORD_END.search(sentence, n)
+            sentence = prefix + (sentence[gap.start() :] if gap else "")
+            continue
+        if pieces:
+            e = model.tokenizer.encode(prefix)
+            ends = [end for (_, end), special in zip(e.offsets, e.special_tokens_mask, strict=True) if not special]
+            # more tokens than fit (so the sentence is cut), all of those kept ending before the last pre-token
+            if e.overflowing and len(ends) == MAX_TOKENS - 2 and ends[-1] <= pieces[-1][1][0]:
+                return sentence[: pieces[-1][1][0]], True
+        n *= 2
+    return sentence, False
+
+
 def encode(model: Model, sentence: str) -> Encoding:
-    """WordPiece tokens of a sentence, cut at MAX_TOKENS; ValueError when it holds no token."""
+    """WordPiece tokens of a sentence, cut at MAX_TOKENS; ValueError when it holds no token. Only the start of
+    a long sentence that the tokens come from is tokenized (`_cut`)."""
+    sentence, cut = _cut(model, sentence)
     e = model.tokenizer.encode(sentence)
     special = tuple(i for i, s in enumerate(e.special_tokens_mask) if s)
     if len(e.ids) <= len(special):
         raise ValueError("the sentence is empty: type at least one word")
     starts = [m.start() for m in re.finditer(r"\S+", sentence)]
     # a token's word: the last white-space word that starts at or before the token's first character
-    words = tuple(
-        None if i in special else sum(1 for s in starts if s <= start) - 1 for i, (start, _) in enumerate(e.offsets)
-    )
-    return Encoding(tuple(e.tokens), tuple(e.ids), words, special, truncated=bool(e.overflowing))
+    words = tuple(None if i in special else bisect.bisect_right(starts, start) - 1
+                  for i, (start, _) in enumerate(e.offsets))  # fmt: skip
+    return Encoding(tuple(e.tokens), tuple(e.ids), words, special, truncated=cut or bool(e.overflowing))
 
 
 def embed(model: Model, ids: torch.Tensor) -> torch.Tensor:
@@ -267,27 +302,97 @@ class ModelRun:
 
 @torch.no_grad()
 def forward(model: Model, sentence: str) -> ModelRun:
-    """Tokenize, embed and run every layer, keeping every intermediate (float32, eval, deterministic)."""
+    """Tokenize, embed and run every layer, keeping every intermediate (float32, eval, deterministic).
+
+    Each layer's intermediates are written into the run's tensors as the layer finishes and then let go of, so the
+    pass holds the run and one layer's temporaries, not the run twice (a list of layers, then its stack).
+    """
     encoding = encode(model, sentence)
-    x = embeddings = embed(model, torch.tensor(encoding.ids))  # (T, d_model)
-    runs = []
-    for layer in model.layers:
-        runs.append(encoder_layer(layer, x, model.heads, model.eps))
-        x = runs[-1].output
-    stack = lambda name: torch.stack([getattr(r, name) for r in runs])  # noqa: E731
-    return ModelRun(
-        sentence=sentence,
-        encoding=encoding,
-        hidden_states=torch.stack([embeddings] + [r.output for r in runs]),
-        queries=stack("queries"),
-        keys=stack("keys"),
-        values=stack("values"),
-        weights=stack("weights"),
-        context=stack("context"),
-        attention_output=stack("attention_output"),
-        attended=stack("attended"),
-        intermediate=stack("intermediate"),
-    )
+    x = embed(model, torch.tensor(encoding.ids))  # (T, d_model)
+    n, h, t, d, d_ff = len(model.layers), model.heads, x.shape[0], model.d_head, model.layers[0].w_ff1.shape[1]
+    hidden_states = x.new_empty(n + 1, t, model.d_model)
+    hidden_states[0] = x
+    shapes = {"queries": (h, t, d), "keys": (h, t, d), "values": (h, t, d), "weights": (h, t, t),
+              "context": (h, t, d), "attention_output": (t, model.d_model), "attended": (t, model.d_model),
+              "intermediate": (t, d_ff)}  # fmt: skip
+    kept = {name: x.new_empty(n, *shape) for name, shape in shapes.items()}
+    for i, layer in enumerate(model.layers):
+        run = encoder_layer(layer, hidden_states[i], model.heads, model.eps)
+        for name, out in kept.items():
+            out[i] = getattr(run, name)
+        hidden_states[i + 1] = run.output
+        del run
+    return ModelRun(sentence=sentence, encoding=encoding, hidden_states=hidden_states, **kept)
+
+
+@dataclass(frozen=True, eq=False)
+class Reading:
+    """What the Real model page draws of the model on a sentence, without the run's (L, h, T, T) weights when the
+    sentence is long: 12 MB at 512 tokens instead of the whole run's 122 MB.
+
+    Every head's matrices follow from the hidden states (`layer_attention`, `head_result`), so only the hidden
+    states are kept, with what needs every layer's weights at once: the rollout and the head scores.
+    """
+
+    sentence: str
+    encoding: Encoding
+    hidden_states: torch.Tensor  # (L+1, T, d_model): the embeddings, then each layer's output
+    rollout: torch.Tensor  # (L, T, T) interpret.rollout(weights).rollout
+    scores: interpret.HeadScores  # head_scores with the default pronoun and antecedent
+    weights: torch.Tensor | None  # (L, h, T, T) when T <= weights_upto (the model view), else None
+
+    tokens = ModelRun.tokens
+    ids = ModelRun.ids
+    special = ModelRun.special
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its tensors (the scores' included)."""
+        tensors = [self.hidden_states, self.rollout, self.weights, *self.scores.scores().values()]
+        return sum(x.nbytes for x in tensors if x is not None)
+
+
+def reading_bytes(tokens: int, layers: int = 6, heads: int = 12, d_model: int = 384, weights_upto: int = 64) -> int:
+    """The bytes of a `Reading` of this many tokens (float32), before it is made."""
+    numbers = (layers + 1) * tokens * d_model + layers * tokens * tokens + 5 * layers * heads
+    numbers += layers * heads * tokens * tokens if tokens <= weights_upto else 0
+    return 4 * numbers
+
+
+def forward_bytes(tokens: int, heads: int = 12, d_model: int = 384, d_ff: int = 1536) -> int:
+    """The most one layer's temporaries hold while `read` or `forward` runs it: scores, weights (twice while the
+    softmax runs), queries, keys, values, context and the feed-forward's (T, d_ff) activations."""
+    return 4 * (3 * heads * tokens * tokens + 8 * tokens * d_model + 2 * tokens * d_ff)
+
+
+@torch.no_grad()
+def read(model: Model, sentence: str, weights_upto: int = 64) -> Reading:
+    """Run the model on the sentence keeping a `Reading`: the hidden states, and of each layer's weights only the
+    rollout's product and the head scores (and the weights themselves up to `weights_upto` tokens). Each layer's
+    temporaries are let go of before the next layer runs."""
+    encoding = encode(model, sentence)
+    x = embed(model, torch.tensor(encoding.ids))  # (T, d_model)
+    n, h, t = len(model.layers), model.heads, x.shape[0]
+    hidden_states = x.new_empty(n + 1, t, model.d_model)
+    hidden_states[0] = x
+    rollout = x.new_empty(n, t, t)
+    weights = x.new_empty(n, h, t, t) if t <= weights_upto else None
+    p = interpret.find_token(encoding.tokens, DEFAULT_PRONOUN)
+    a = interpret.find_token(encoding.tokens, DEFAULT_ANTECEDENT)
+    pairs = interpret.same_word_pairs(encoding.words, encoding.tokens)
+    scores = []
+    for i, layer in enumerate(model.layers):
+        run = encoder_layer(layer, hidden_states[i], model.heads, model.eps)
+        hidden_states[i + 1] = run.output
+        if weights is not None:
+            weights[i] = run.weights
+        scores.append(interpret.head_scores(run.weights[None], encoding.special, pairs, p, a))
+        mixed = interpret.add_residual(interpret.average_heads(run.weights[None]))[0]  # (T, T)
+        rollout[i] = mixed if i == 0 else mixed @ rollout[i - 1]
+        del run, mixed
+    joined = {f: None if getattr(scores[0], f) is None else torch.cat([getattr(s, f) for s in scores])
+              for f in ("previous_token", "next_token", "sink", "same_word", "coreference")}  # fmt: skip
+    return Reading(sentence, encoding, hidden_states, rollout, interpret.HeadScores(**joined), weights)
 
 
 def sentence_embedding(run: ModelRun) -> torch.Tensor:
@@ -329,7 +434,7 @@ def _head_config(x: torch.Tensor, w: HeadWeights) -> Config:
     )  # fmt: skip
 
 
-def head_config(model: Model, run: ModelRun, layer: int, head: int) -> Config:
+def head_config(model: Model, run: ModelRun | Reading, layer: int, head: int) -> Config:
     """The config whose `attention.compute` is this head on this sentence: the hidden states entering the layer,
     the head's real W_query/W_key/W_value and biases, d_k = d_v = d_head, scaled by sqrt(d_head).
 
@@ -338,7 +443,7 @@ def head_config(model: Model, run: ModelRun, layer: int, head: int) -> Config:
     return _head_config(run.hidden_states[layer], head_weights(model, layer, head))
 
 
-def random_head_config(model: Model, run: ModelRun, layer: int, head: int, seed: int = 0) -> Config:
+def random_head_config(model: Model, run: ModelRun | Reading, layer: int, head: int, seed: int = 0) -> Config:
     """The same head with random weights (the toy): each matrix and bias drawn N(0, s^2) with s its trained RMS.
 
     Same inputs, shapes and scale as the real head, so what changes is what training put into the weights.
@@ -351,7 +456,7 @@ def random_head_config(model: Model, run: ModelRun, layer: int, head: int, seed:
     return _head_config(run.hidden_states[layer], toy)
 
 
-def head_result(model: Model, run: ModelRun, layer: int, head: int, toy_seed: int | None = None) -> Result:
+def head_result(model: Model, run: ModelRun | Reading, layer: int, head: int, toy_seed: int | None = None) -> Result:
     """`compute` of the head (of `random_head_config` with this seed when toy_seed is given), its rows and columns
     labelled with the model's subword tokens instead of x1..xT."""
     if toy_seed is None:
@@ -364,9 +469,30 @@ def head_result(model: Model, run: ModelRun, layer: int, head: int, toy_seed: in
 # analyses on the model -----------------------------------------------------------------------------
 
 
-def norm_based(model: Model, run: ModelRun, layer: int) -> interpret.NormAttention:
-    """Kobayashi et al.'s ||alpha f(x)|| for every head of a layer, with the [CLS]/[SEP] shares."""
-    return interpret.norm_based(run.weights[layer], run.values[layer], model.layers[layer].w_out, run.special)
+def layer_attention(model: Model, run: ModelRun | Reading, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A layer's (h, T, T) weights and (h, T, d_head) values, from the hidden states entering it: the same
+    operations as `encoder_layer`, so the same numbers as a `forward` run's, for a `Reading` that keeps neither."""
+    p, x = model.layers[layer], run.hidden_states[layer]
+    queries = project(x, p.w_query, p.b_query, model.heads)  # (h, T, d_head)
+    keys = project(x, p.w_key, p.b_key, model.heads)
+    values = project(x, p.w_value, p.b_value, model.heads)
+    weights = torch.softmax(scores(queries, keys) / math.sqrt(queries.shape[-1]), dim=-1)  # (h, T, T)
+    return weights, values
+
+
+@torch.no_grad()
+def norm_based(model: Model, run: ModelRun | Reading, layer: int, head: int | None = None) -> interpret.NormAttention:
+    """Kobayashi et al.'s ||alpha f(x)|| for every head of a layer (or only `head`: then index 0 is that head),
+    with the [CLS]/[SEP] shares."""
+    if isinstance(run, ModelRun):
+        weights, values = run.weights[layer], run.values[layer]
+    else:
+        weights, values = layer_attention(model, run, layer)
+    w_out = model.layers[layer].w_out
+    if head is not None:
+        d = model.d_head
+        weights, values, w_out = weights[head : head + 1], values[head : head + 1], w_out[head * d : (head + 1) * d]
+    return interpret.norm_based(weights, values, w_out, run.special)
 
 
 def head_scores(
