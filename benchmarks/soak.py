@@ -23,9 +23,12 @@ waits while the soak goes on. After each round the benchmark waits for the sessi
 server's memory (process and children, MB of 10^6 bytes: resident and anonymous, sampled every 0.1 s; and the
 cgroup's own peak, page cache included).
 
-Passes (exit 0) when the server was never killed, the sampled peak stays under --limit-mb (690), the second
-round adds less than --growth-mb (50) to what the first left, the probe's p95 stays under --p95-ms (1000) and no
-visit failed. A benchmark, not a test: loopback only, numbers depend on the machine.
+Passes (exit 0) when the server was never killed, its sampled anonymous peak stays under --limit-mb (690), the
+second round adds less than --growth-mb (50) to what the first left, the probe's p95 stays under --p95-ms (1000)
+and no visit failed. Anonymous memory is what the process alone holds; its resident figure also counts the pages
+of torch's and the other libraries' files, shared with every Python process on the machine (and charged to the
+cgroup of whichever process read them first), which the kernel drops and reads again rather than kill. A
+benchmark, not a test: loopback only, numbers depend on the machine.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -441,7 +445,7 @@ def summary(args: argparse.Namespace, memory: dict, sampler: Sampler, visits: li
         "probe_ms": {"p50": ms(reruns, 0.5), "p95": p95, "max": ms(reruns, 1.0)},
         "probe_ms_during_visits": {"n": len(during), "p50": ms(during, 0.5), "p95": ms(during, 0.95)},
         "failures": failures[:20],
-        "ok": not killed and not failures and peak < args.limit_mb
+        "ok": not killed and not failures and peak_anon < args.limit_mb
         and (growth is None or growth < args.growth_mb) and (p95 is None or p95 < args.p95_ms),
     }  # fmt: skip
 
@@ -489,6 +493,7 @@ def main() -> None:
         parser.error("--sessions must be 1..120, --rounds 1..5 and --ttl 1..600")
     if not 1 <= args.at_once <= 16:
         parser.error("--at-once must be 1..16")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: still stop the server, remove the cgroup
     result = soak(args)
     report(result)
     if args.json:

@@ -76,14 +76,15 @@ class ByteBudget:
     ) -> bool:
         """Take n bytes; False after `timeout` seconds, or as soon as give_up() says so (checked every POLL_S).
 
-        evict: called (once, outside the lock) when this request is first in line and does not fit, to let go of
-        what is only cached. ValueError for a request larger than the whole budget: it could never be served.
+        evict: called (outside the lock) while this request is first in line and does not fit, to let go of what
+        is only cached: once, and again after each wait (what a run still held when the cache was cleared may be in
+        the cache again by then). ValueError for a request larger than the whole budget: it could never be served.
         """
         if n > self.capacity:
             raise ValueError(f"{n / MB:.0f} MB is more than the server's whole budget of {self.capacity / MB:.0f} MB")
         me = object()
         deadline = time.monotonic() + timeout
-        evicted = evict is None
+        waited = True  # evict before the first wait
         with self._cond:
             self._queue.append(me)
         try:
@@ -93,13 +94,14 @@ class ByteBudget:
                     if first and self.used + n <= self.capacity:
                         self._take(n)
                         return True
-                    if not (first and not evicted):
+                    if not (first and waited and evict is not None):
                         left = deadline - time.monotonic()
                         if left <= 0 or (give_up is not None and give_up()):
                             return False
                         self._cond.wait(min(left, POLL_S))
+                        waited = True
                         continue
-                evicted = True
+                waited = False
                 evict()  # outside the lock: it may drop a Result, whose finalizer releases into this budget
         finally:
             with self._cond:
