@@ -266,3 +266,41 @@ def test_a_page_refused_by_the_budget_says_why_and_what_to_do(monkeypatch: pytes
     at = chart_reader.open_page("position", sentence=WORDS, heads="4", d_model="64", d_k="64", d_v="64")
     errors = [e.value for e in at.error]
     assert errors and "more than the 1 MB this server gives" in errors[0] and "fewer tokens" in errors[0]
+
+
+def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two Position-like runs (three results kept in turn, then one held) and a Compare-like one at once, with room
+    for one Result: each waits its turn and none is refused (a waiter that let go of the cache only once waited
+    out WAIT_S while another run's result went back into the cache)."""
+    base = Config(sentence=WORDS, heads=4, d_model=64, d_k=64, d_v=64, position="rope")
+    monkeypatch.setattr(ui.budget, "SERVER", one_result_budget(base, base.replace(position="alibi")))
+    monkeypatch.setattr(ui.budget, "WAIT_S", 20.0)
+    ui.results._cached_large.clear()
+    errors: list[BaseException] = []
+
+    def position() -> None:
+        try:
+            for p in ("none", "alibi", "learned"):
+                ui.budget.kept(base.replace(position=p, seed=5), lambda r: r.weights[0, -1])
+            held = ui.compute(base.replace(seed=5))
+            time.sleep(0.3)
+            del held
+        except BaseException as exc:  # noqa: BLE001  reported below
+            errors.append(exc)
+
+    def compare() -> None:
+        try:
+            for seed in (6, 7):
+                ui.budget.kept(base.replace(seed=seed), lambda r: budget.one_head(r, 0))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=f) for f in (position, compare, position)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads) and errors == []
+    ui.results._cached_large.clear()
+    gc.collect()
+    assert ui.budget.SERVER.used == 0
