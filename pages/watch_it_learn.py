@@ -56,7 +56,7 @@ def live() -> None:
         return
     was_playing = st.session_state.get(training.PLAYING)
     i = training.shown_index(job)
-    said = training.progress(job, service.queue_position(job))
+    said = training.progress(job, service.queue_position(job), service.workers)
     (st.info if said.moving else st.success if job.status == "done" else st.error)(said.words)
     run = job.run
     if not run.snapshots:

@@ -257,11 +257,11 @@ class Progress:
     moving: bool
 
 
-def progress(job: Job, position: int) -> Progress:
+def progress(job: Job, position: int, workers: int = WORKERS) -> Progress:
     s = job.settings
     if job.status == "queued":
-        ahead = f"{position} run{'s' * (position != 1)}" if position else "a run"
-        return Progress(f"Queued: {ahead} of other visitors train first ({WORKERS} at a time on this server).", True)
+        ahead = f"{position} run{'s' * (position != 1)}"
+        return Progress(f"Queued: {ahead} ahead of this one (this server trains {workers} at a time).", True)
     if job.status == "training":
         return Progress(f"Training: step {job.step} of {s.steps}.", True)
     if job.status == "stopped":

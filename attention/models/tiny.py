@@ -199,8 +199,8 @@ def probe(settings: Settings, length: int | None = None, batch: int = EVAL_BATCH
 
 
 def labels(ids: Iterable[int]) -> tuple[str, ...]:
-    """Token labels, each with its position so repeated tokens stay distinct: 'a·0', 'q·1', ..."""
-    return tuple(f"{NAMES[int(i)]}·{p}" for p, i in enumerate(ids))
+    """The tokens' names, 'a' .. 'F' and '|' for the separator (the heatmaps put the position before each)."""
+    return tuple(NAMES[int(i)] for i in ids)
 
 
 # the model ------------------------------------------------------------------------------------------------

@@ -1,0 +1,133 @@
+"""Watch it learn: the page trains, plays, steps and resets; runs are shared server-wide, queued beyond the workers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from charts import heatmaps, open_page
+
+from attention.models import tiny
+from ui import training
+
+SMALL = {"train_steps": "50", "train_every": "25"}
+
+
+def wait(job: training.Job, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not job.finished_training:
+        assert time.monotonic() < end, f"{job.status} at step {job.step}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def in_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[training.Service]:
+    """The page's service, training in its driver threads (no worker processes to start in a test)."""
+    service = training.Service(processes=False)
+    monkeypatch.setattr(training, "_SERVICE", service)
+    yield service
+    service.shutdown()
+
+
+def test_play_trains_and_the_page_draws_every_snapshot(in_thread: training.Service) -> None:
+    at = open_page("watch_it_learn", **SMALL)
+    assert any("Press **Play**" in i.value for i in at.info)
+    at.button(key="tr:play").click().run()
+    settings = tiny.Settings(steps=50, every=25)
+    job = in_thread.get(settings)
+    assert job is not None
+    wait(job)
+    for _ in range(4):  # the play ticks on through the finished run's snapshots, then stops at the last
+        at.run()
+        if not at.session_state[training.PLAYING]:
+            break
+    assert not at.session_state[training.PLAYING]
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(s.value.startswith("Trained: 50 steps") for s in at.success)
+    assert list(at.select_slider(key="tr:timeline").options) == ["0", "25", "50"]
+    drawn = heatmaps(at)
+    titles = [t for t in drawn if t.startswith("L")]
+    assert [t.split(":")[0] for t in titles] == ["L0H0", "L0H1", "L1H0", "L1H1"]
+    # the heatmap is the layer's attention.compute on the probe, at the snapshot shown (the last: play went through)
+    result = tiny.layer_result(job.run.snapshots[-1], settings, 1)
+    values, rows, _ = drawn[titles[2]]
+    assert values.shape == result.weights[0].shape and abs(values - result.weights[0]).max() < 1e-6
+    assert rows[:2] == [f"{p + 1} {tiny.NAMES[int(i)]}" for p, i in enumerate(tiny.probe(settings).ids[0, :2])]
+    assert any(h.value == "Test it on run lengths it never saw" for h in at.subheader)
+    assert [m.label for m in at.metric][:2] == ["Loss on the repeated half", "Right"]
+
+
+def test_step_and_reset_move_the_timeline(in_thread: training.Service) -> None:
+    at = open_page("watch_it_learn", **SMALL)
+    at.button(key="tr:step").click().run()
+    wait(in_thread.get(tiny.Settings(steps=50, every=25)))
+    at.run()
+    assert any(m.value.startswith("**Step 25**") for m in at.markdown)
+    at.button(key="tr:step").click().run()
+    assert any(m.value.startswith("**Step 50**") for m in at.markdown)
+    at.button(key="tr:reset").click().run()
+    assert any(m.value.startswith("**Step 0**") for m in at.markdown)
+    at.select_slider(key="tr:timeline").set_value(25).run()
+    assert any(m.value.startswith("**Step 25**") for m in at.markdown)
+
+
+def test_a_setting_that_cannot_train_is_named(in_thread: training.Service) -> None:
+    at = open_page("watch_it_learn", train_d_model="30", train_heads="4")
+    assert [e.value for e in at.error] == [
+        "This setting cannot be trained: d_model=30 must divide into heads=4 equal heads: pick a d_model that 4 "
+        "divides."
+    ]
+
+
+def test_thirty_visitors_on_one_setting_cost_one_training(in_thread: training.Service) -> None:
+    settings = tiny.Settings(steps=20, every=10)
+    jobs: list[training.Job] = []
+    threads = [threading.Thread(target=lambda: jobs.append(in_thread.start(settings))) for _ in range(30)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(jobs) == 30 and len({id(j) for j in jobs}) == 1
+    assert len(in_thread.kept()) == 1
+    wait(jobs[0])
+    assert [s.to_dict() for s in jobs[0].snapshots] == [s.to_dict() for s in tiny.train(settings).snapshots]
+
+
+def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = threading.Event()
+    real = tiny.advance
+
+    def held(*args: object) -> tuple:
+        gate.wait(60)
+        return real(*args)
+
+    monkeypatch.setattr(tiny, "advance", held)
+    service = training.Service(workers=1, processes=False)
+    try:
+        first = service.start(tiny.Settings(steps=10, every=10))
+        second = service.start(tiny.Settings(steps=10, every=10, seed=1))
+        time.sleep(0.2)
+        assert (first.status, second.status) == ("training", "queued")
+        assert service.queue_position(second) == 1
+        words = training.progress(second, service.queue_position(second), service.workers).words
+        assert words == "Queued: 1 run ahead of this one (this server trains 1 at a time)."
+        gate.set()
+        wait(second)
+        assert first.status == second.status == "done"
+    finally:
+        gate.set()
+        service.shutdown()
+
+
+def test_worker_processes_train_the_same_numbers() -> None:
+    service = training.Service(workers=1)
+    try:
+        settings = tiny.Settings(steps=30, every=10, seed=2)
+        job = service.start(settings)
+        wait(job, timeout=300)
+        assert job.status == "done"
+        assert [s.to_dict() for s in job.snapshots] == [s.to_dict() for s in tiny.train(settings).snapshots]
+    finally:
+        service.shutdown()
