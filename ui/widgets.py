@@ -16,14 +16,16 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from attention import masks
 from attention.config import SETTINGS
 
+from .lazy import lazy
 from .markup import labels, plain
 from .state import B_SIDE, MAX_CHARS, PARAMS, SPLIT_DERIVED, allowed, ensure_frame, get, page_defaults, put
+
+pd = lazy("pandas")  # imported at first use: the mask editor's table (ui/lazy.py)
 
 
 def _copy(name: str) -> None:
@@ -95,7 +97,10 @@ def text(name: str, container: Any = None, **kw: Any) -> str:
     """A text area that takes at most MAX_CHARS characters (the browser stops a paste there, and so does the
     server with what a client sends past it)."""
     kw.setdefault("help", None)  # the label says what to type; a help button would share the box's label
-    return _widget("text_area", name, container=container, height=80, max_chars=MAX_CHARS, **kw)
+    value = _widget("text_area", name, container=container, height=80, max_chars=MAX_CHARS, **kw)
+    # the browser drops a paste that would pass max_chars whole, and the server never hears of it: say so beforehand
+    (container or st.sidebar).caption(f"At most {MAX_CHARS:,} characters: a longer paste is refused.")
+    return value
 
 
 def pick(name: str, options: Sequence[Any], label: str, *, format_func: Callable = str, container: Any = None) -> Any:

@@ -14,6 +14,9 @@ from attention import Config, compute
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = 1  # the walkthrough follows "2 is" by default, as the Raschka tutorial follows x_2
+# the dashboard opens on scaled normal weights drawn a column at a time (issue 23); the tutorial's are one click away
+WEIGHTS = {"init": "normal", "draws": "stable"}
+DEFAULT_WEIGHT = round(float(compute(Config(**WEIGHTS)).weights[0, TOKEN, 0]), 4)  # "is" -> "Life" at the defaults
 
 
 def app(**params: str | list[str]) -> AppTest:
@@ -34,7 +37,7 @@ def config_of(at: AppTest) -> Config:
         head_layout=get("head_layout"), seed=get("seed"), mask=get("mask"), padding=get("padding"),
         window=get("window"),
         dropout=get("dropout"), scale=get("scale"), temperature=get("temperature"), init=get("init"),
-        out_proj=get("out_proj"), bias=get("bias"),
+        draws=get("draws"), out_proj=get("out_proj"), bias=get("bias"),
     )  # fmt: skip
 
 
@@ -84,10 +87,24 @@ def assert_shows_compute(at: AppTest, token: int = TOKEN, head: int = 0) -> None
         torch.testing.assert_close(matrix, want, rtol=1e-6, atol=1e-5)
 
 
-def test_defaults_show_the_raschka_numbers() -> None:
+def test_defaults_show_scaled_normal_weights_and_say_so() -> None:
     at = app()
     assert [t.value for t in at.title] == ["Self-attention"]
     assert not at.error and not at.warning
+    assert (at.session_state["p:init"], at.session_state["p:draws"]) == ("normal", "stable")
+    assert any("**Weights:** scaled normal" in c.value for c in at.sidebar.caption)
+    t = table(at).set_index("key")
+    assert round(float(t.loc["1 Life", "weight"]), 4) == DEFAULT_WEIGHT
+    assert 0.05 < float(t["weight"].max()) < 0.9  # a row that spreads: neither one-hot nor flat
+    assert_shows_compute(at)
+
+
+def test_one_click_shows_the_raschka_numbers_and_one_more_goes_back() -> None:
+    at = app()
+    at.button(key="w:weights_note").click().run()
+    assert (at.session_state["p:init"], at.session_state["p:draws"]) == ("rand-transposed", "tutorial")
+    assert (at.query_params["init"], at.query_params["draws"]) == ("rand-transposed", "tutorial")
+    assert any("in the tutorial's order: its printed numbers" in c.value for c in at.sidebar.caption)
     t = table(at).set_index("key")
     assert round(float(t.loc["1 Life", "weight"]), 4) == 0.2912
     assert round(float(t.loc["5 dessert", "q·k (omega)"]), 4) == 11.1466
@@ -95,6 +112,9 @@ def test_defaults_show_the_raschka_numbers() -> None:
     equations = " ".join(e.value for e in at.latex)
     assert "= 11.1466" in equations and r"\alpha_{2,1} = 0.2912" in equations
     assert_shows_compute(at)
+    at.button(key="w:weights_note").click().run()
+    assert (at.session_state["p:init"], at.session_state["p:draws"]) == ("normal", "stable")
+    assert round(float(table(at).set_index("key").loc["1 Life", "weight"]), 4) == DEFAULT_WEIGHT
 
 
 @pytest.mark.parametrize(
@@ -102,7 +122,6 @@ def test_defaults_show_the_raschka_numbers() -> None:
     [
         ("slider", "w:d_k", 8),
         ("slider", "w:d_v", 5),
-        ("slider", "w:heads", 2),
         ("slider", "w:seed", 7),
         ("selectbox", "w:mask", "causal"),
     ],
@@ -116,6 +135,18 @@ def test_each_control_changes_the_numbers(kind: str, key: str, value: object) ->
     assert shown(at) != before
     assert_shows_compute(at)
     assert at.query_params[key[2:]] == str(value)  # the URL follows, so the link reopens this view
+
+
+def test_a_second_head_adds_a_head_and_keeps_head_1() -> None:
+    """Stable draws: head 1's numbers are the same at 1 and 2 heads; head 2 is new."""
+    at = app()
+    before = shown(at)
+    at.slider(key="w:heads").set_value(2).run()
+    assert not at.exception and not at.error and at.query_params["heads"] == "2"
+    assert shown(at) == before
+    at.selectbox(key="w:head").set_value(1).run()
+    assert shown(at) != before
+    assert_shows_compute(at, head=1)
 
 
 def test_step_mode_shows_one_stage_at_a_time_with_what_to_say() -> None:
@@ -183,7 +214,7 @@ def test_a_malformed_link_opens_the_defaults_with_a_warning(params: dict, named:
     for key, default in DEFAULTS.items():
         assert at.slider(key=key).value == default
     assert at.selectbox(key="w:mask").value == "none"
-    assert round(float(table(at).set_index("key").loc["1 Life", "weight"]), 4) == 0.2912
+    assert round(float(table(at).set_index("key").loc["1 Life", "weight"]), 4) == DEFAULT_WEIGHT
     # the rejected values are dropped from the URL, and the next change clears the warning
     assert all(name not in at.query_params for name in params)
     at.slider(key="w:seed").set_value(8).run()
