@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import experiments
+from attention import budget, experiments
 
 MAX_TOKENS = 64  # the every-head mistake holds h·h·T·T weights
 KEPT, BROKEN = "✔ kept", "✘ broken"  # Dingbats: drawn by every font, unlike the ✅ ❌ emoji
@@ -25,7 +25,9 @@ if len(ui.tokens_or_stop()) > MAX_TOKENS:  # a paste over ui.MAX_CHARS is refuse
 
 config = ui.config_or_stop()
 used = experiments.pitfall_config(config)
-versions = experiments.pitfalls(config)
+# up to ~120 MB while computed (64 tokens, 16 heads, d 256): admitted against the server's memory budget first
+versions = ui.budget.run_or_stop("The pitfalls", budget.pitfalls_bytes(config), lambda: experiments.pitfalls(config),
+                                 holder=lambda v: v[0])  # fmt: skip
 correct, mistakes = versions[0], versions[1:]
 tok, keys = ui.labels(used.tokens), ui.labels(used.key_tokens)
 h = correct.weights.shape[0]

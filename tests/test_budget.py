@@ -304,3 +304,14 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
     ui.results._cached_large.clear()
     gc.collect()
     assert ui.budget.SERVER.used == 0
+
+
+def test_the_pitfalls_fit_their_estimate_and_hold_what_they_keep(server: ByteBudget) -> None:
+    config = Config(sentence=words(64), heads=4, d_model=64, d_k=64, d_v=64, mask="causal")
+    need = budget.pitfalls_bytes(config)
+    versions = ui.budget.run_or_stop("The pitfalls", need, lambda: experiments.pitfalls(config), holder=lambda v: v[0])
+    kept = budget.held_bytes(versions)
+    assert 0 < kept <= need and server.peak == need and server.used == kept
+    del versions
+    gc.collect()
+    assert server.used == 0

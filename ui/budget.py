@@ -220,6 +220,30 @@ def kept_or_stop(what: str, config: Config, pick: Callable[[Result], T]) -> T:
         st.stop()
 
 
+def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[[T], Any] = lambda v: v) -> T:
+    """make(), admitted against the server's budget for nbytes (its peak, from `attention.budget`), for a page
+    computation that is not one Result (the pitfalls). Once it returns, what it returns keeps its own bytes
+    (`attention.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
+    run, is gone. A refusal is explained (naming `what`) and the page stopped."""
+    from .state import finish
+
+    try:
+        admit(nbytes)
+    except ValueError as exc:
+        st.error(f"{what} cannot be computed: {exc}")
+        finish()
+        st.stop()
+    try:
+        value = make()
+    except BaseException:
+        SERVER.release(nbytes)
+        raise
+    held = min(sizes.held_bytes(value), nbytes)
+    SERVER.release(nbytes - held)
+    SERVER.hold(holder(value), held)
+    return value
+
+
 def used_mb() -> float:
     """The server's budget in use now, in MB (for benchmarks and tests)."""
     return SERVER.used / MB
