@@ -14,6 +14,7 @@ from attention import Config, compute, presets
 
 ROOT = Path(__file__).resolve().parents[2]
 OK, BAD = "✅", "❌"
+WEIGHTS = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23); the tutorial's one click away
 
 
 page = chart_reader.open_page
@@ -71,8 +72,12 @@ def test_masks_defaults_show_omega_mask_masked_scores_and_weights():
     assert at.selectbox(key="w:mask").value == "causal"
     assert "mask" not in at.query_params  # the page's default: a link need not say it
     assert not at.warning and not at.error
-    # the Raschka numbers: query "is" against key "dessert"
+    # the dashboard's scaled normal weights: query "is" against key "dessert"
     omega = shown["Omega = Q Kᵀ"].set_index(["i", "j"])["value"]
+    assert float(omega[(1, 4)]) == pytest.approx(float(compute(Config(mask="causal", **WEIGHTS)).omega[0, 1, 4]))
+    # one click away, the Raschka numbers
+    at.button(key="w:weights_note").click().run()
+    omega = charts(at)["Omega = Q Kᵀ"].set_index(["i", "j"])["value"]
     assert round(float(omega[(1, 4)]), 4) == 11.1466
 
 
@@ -119,12 +124,19 @@ def test_masks_dropout_changes_weights_after_but_not_before():
     assert "scaled by 2" in texts(at)
 
 
-@pytest.mark.parametrize(("key", "value"), [("w:d_k", 4), ("w:seed", 7), ("w:heads", 2)])
+@pytest.mark.parametrize(("key", "value"), [("w:d_k", 4), ("w:seed", 7)])
 def test_masks_sidebar_sliders_change_the_scores(key, value):
     at = page("masks", mask="causal")
     before = charts(at)
     after = charts(run_widget(at, "slider", key, value))
     assert not same(before, after, "Omega = Q Kᵀ")
+
+
+def test_masks_a_second_head_keeps_head_1_and_adds_head_2():
+    at = page("masks", mask="causal")
+    before = charts(at)
+    assert same(before, charts(run_widget(at, "slider", "w:heads", 2)), "Omega = Q Kᵀ")  # stable draws
+    assert not same(before, charts(run_widget(at, "selectbox", "w:head", 1)), "Omega = Q Kᵀ")
 
 
 def test_masks_custom_editor_changes_the_weights_and_warns_on_an_empty_row():
@@ -175,7 +187,7 @@ def test_multi_head_defaults_four_heads_that_differ_concat_and_shapes():
     at = page("multi_head")  # the page opens on its lesson: four heads, each attending its own way
     shown = charts(at)
     assert {f"head {i}: weights" for i in range(1, 5)} <= set(shown) and "Concatenated heads (6 × 4 · 28)" in shown
-    assert at.selectbox(key="w:init").value == "linear"
+    assert at.selectbox(key="w:init").value == "normal"
     favourite = [tuple(f.loc[f.groupby("i")["value"].idxmax(), "j"]) for t, f in shown.items() if t.startswith("head")]
     assert len(set(favourite)) == 4  # each head's most-attended key per query: four different patterns
     steps = shapes(at)
@@ -290,7 +302,7 @@ def test_cross_defaults_queries_from_one_sentence_keys_from_the_other():
     rows, cols = labels(at, CROSS_OMEGA)
     assert rows == ["1 Life", "2 is", "3 short", "4 eat", "5 dessert", "6 first"]
     assert cols == ["1 and", "2 it", "3 was", "4 served", "5 with", "6 a", "7 glass", "8 of", "9 wine"]
-    r = compute(Config(cross_sentence="and it was served with a glass of wine"))
+    r = compute(Config(cross_sentence="and it was served with a glass of wine", **WEIGHTS))
     omega = charts(at)[CROSS_OMEGA].set_index(["i", "j"])["value"]
     assert abs(float(omega[(1, 2)]) - float(r.omega[0, 1, 2])) < 1e-4
     assert "may differ" in texts(at)
