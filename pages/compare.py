@@ -31,6 +31,7 @@ st.title("Compare A/B")
 st.caption("Change one thing and see what it does: two settings on the same sentence, side by side, and B − A.")
 ui.show_url_warnings()
 ui.controls(["sentence"])
+ui.widgets.weights_note()  # both sides draw these weights: which ones, and the tutorial's one click away
 
 st.markdown("**Typical comparisons**")
 buttons = st.container(horizontal=True, wrap=True)  # buttons as wide as their labels, wrapping when narrow
@@ -59,8 +60,10 @@ d = experiments.diff(a, b)  # head 0 of each view: A's head_a and B's head_b
 
 st.info(ui.plain(d.summary(tok, keys)))
 if a.heads != b.heads:
+    same = " Its weights are the same on both sides: adding heads adds heads." if d.largest == 0 and not d.also else ""
     ui.explain(
         f"A has {a.heads} head(s), B has {b.heads}: A's head {head_a + 1} is compared with B's head {head_b + 1}."
+        + same
     )
 
 view = ui.radio("cview", container=st, format_func=VIEWS.get)
