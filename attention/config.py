@@ -273,8 +273,9 @@ class Config:
     )
     causal_align: str = setting(
         "top-left", "choice", "Causal alignment", "With fewer queries than keys: top-left, query i sees keys 0..i "
-        "(SDPA's is_causal); bottom-right, the last query sees every key, as a decoding step with a cache does. "
-        "For the causal and window masks.", choices=CAUSAL_ALIGNS,
+        "(SDPA's is_causal); bottom-right, the last query sees every key, as a decoding step with a cache does, "
+        "and the queries sit at positions T_k - T_q onward (RoPE, ALiBi, position tables). For the causal and window "
+        "masks.", choices=CAUSAL_ALIGNS,
     )
     dropout: float = setting(
         0.0, "float", "Dropout on the weights", "Zero each weight with this probability and scale up the rest, as "

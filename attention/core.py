@@ -185,9 +185,10 @@ def compute(config: Config) -> Result:
     x_kv = embed_keys(config, x_q, table, g)  # (T_k, d_model)
     h = config.heads
     t_q, t_k = x_q.shape[0], x_kv.shape[0]
+    # bottom-right: the queries are the last T_q tokens (a decoding step), at positions T_k - T_q onward
     where = position.encode(
         config.position, t_q=t_q, t_k=t_k, d_model=config.width, d_head=config.head_dims[0], heads=h, generator=g,
-        rope_base=config.rope_base,
+        rope_base=config.rope_base, query_offset=position.query_offset(t_q, t_k, config.causal_align),
     )  # fmt: skip
     if where.table is not None:  # sinusoidal or learned: added to the inputs
         shifted = x_q + where.table[where.query_positions]  # (T_q, d_model)

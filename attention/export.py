@@ -298,7 +298,9 @@ class _Script:
         draws = c.init in ("rand", "rand-transposed", "linear") or drawn_after
         self.reseeds = drawn_after if self.stable else draws
         t_q, t_k = len(c.tokens), len(c.key_tokens)
-        self.positions = max(t_q, t_k)  # the positions a table or RoPE's angles cover (queries from 0)
+        # bottom-right: the queries are the last T_q tokens, at positions T_k - T_q onward (as compute places them)
+        self.query_offset = position.query_offset(t_q, t_k, c.causal_align)
+        self.positions = max(t_q + self.query_offset, t_k)  # the positions a table or RoPE's angles cover
         self.mask_tensor = self._mask()  # (T_q, T_k), built once: a custom one can be 512 x 512
         self.bias_blocks = c.score_bias is not None and any(x == -math.inf for row in c.score_bias for x in row)
         allowed = self.mask_tensor
@@ -630,7 +632,7 @@ class _Script:
         else:
             self.section("positions: a learned table (as before training: random), added to the inputs")
             self.emit(f"pe = torch.randn({p}, d_model, generator=g)  # (P, d_model), what nn.Embedding(P, d) draws")
-        self.emit(f"x = x + pe[:{t_q}]  # (T_q, d_model)")
+        self.emit(f"x = x + pe[{self._query_rows(t_q)}]  # (T_q, d_model)")
         if c.is_cross:
             self.emit(f"x_kv = x_kv + pe[:{t_k}]  # (T_k, d_model)")
         else:
@@ -722,9 +724,19 @@ class _Script:
             "    return v * angles.cos() + torch.cat((-v2, v1), dim=-1) * angles.sin()",
             "",
             "",
-            f"queries = rope(queries, angles[:{t_q}])  # (h, T_q, d_k)",
+            f"queries = rope(queries, angles[{self._query_rows(t_q)}])  # (h, T_q, d_k)",
             f"keys = rope(keys, angles[:{t_k}])  # (h, T_k, d_k)",
         )
+
+    def _query_rows(self, t_q: int) -> str:
+        """The queries' positions as a slice: ":T_q", or "offset:offset + T_q" for a bottom-right step."""
+        o = self.query_offset
+        return f"{o}:{o + t_q}" if o else f":{t_q}"
+
+    def _query_range(self, t_q: int) -> str:
+        """torch.arange's arguments for the queries' positions: "T_q", or "offset, offset + T_q"."""
+        o = self.query_offset
+        return f"{o}, {o + t_q}" if o else f"{t_q}"
 
     def alibi(self) -> None:
         """ALiBi: -slope_h x |i - j| added to the scaled scores, one slope a head (Press et al.)."""
@@ -733,7 +745,8 @@ class _Script:
         t_q, t_k = len(c.tokens), len(c.key_tokens)
         self.emit(
             f"slopes = torch.tensor({_vector(slopes)})  # (h,) ALiBi's geometric slopes (Press et al.)",
-            f"distance = (torch.arange({t_q})[:, None] - torch.arange({t_k})[None, :]).abs()  # (T_q, T_k) |i - j|",
+            f"distance = (torch.arange({self._query_range(t_q)})[:, None] - torch.arange({t_k})[None, :]).abs()"
+            "  # (T_q, T_k) |i - j|",
             "scaled = scaled + slopes[:, None, None] * -distance  # (h, T_q, T_k): farther keys, lower scores",
         )
 

@@ -10,7 +10,8 @@ Four ways to put position back, one function a step:
 
 Positions count from 0 in each sequence: query i sits at position i + query_offset, key j at j. With the
 default offset 0 this is the top-left alignment of `masks.causal` (and SDPA's is_causal); a KV-cache step,
-whose new queries are the last tokens, passes query_offset = T_k - T_q.
+whose new queries are the last tokens, passes query_offset = T_k - T_q (`compute` does for a config with
+causal_align="bottom-right", so each row of a step equals the same row of the full computation).
 """
 
 from __future__ import annotations
@@ -149,6 +150,14 @@ def alibi_bias(heads: int, t_q: int, t_k: int, *, query_offset: int = 0) -> torc
 
 
 # everything one kind needs, for compute -------------------------------------------------------------
+
+
+def query_offset(t_q: int, t_k: int, align: str = "top-left") -> int:
+    """Where query 0 sits among the key positions: 0 top-left; T_k - T_q bottom-right, a decoding step whose
+    T_q new tokens come after the T_k - T_q the cache holds (0 when there are more queries than keys)."""
+    if align not in ("top-left", "bottom-right"):
+        raise ValueError(f"unknown causal alignment {align!r}")
+    return max(t_k - t_q, 0) if align == "bottom-right" else 0
 
 
 class PositionTerms(NamedTuple):
