@@ -68,19 +68,19 @@ def live() -> None:
                      args=(steps,))  # fmt: skip
     formed = run.formed
     mark = {} if formed is None else {"mark_step": formed.step, "mark_label": f"{formed.name} forms"}
-    left, mid, right = st.columns(3)
-    ui.chart(training.loss_frame(run), training.curve_spec(
-        "Loss", "cross-entropy (nats)", "series", rule=chance, rule_label=f"chance ln {tiny.VOCAB}",
-        current=snap.step, **mark,
-    ), height=220, key="tr:loss", container=left)  # fmt: skip
-    ui.chart(training.score_frame(run, "previous_token"), training.curve_spec(
-        "Previous-token score", "mean weight on the token before", "head", current=snap.step, y_max=1.0,
-    ), height=220, key="tr:prev", container=mid)  # fmt: skip
+    training.curve(training.loss_frame(run), training.curve_spec(
+        "Loss", "nats", "series", rule=chance, rule_label=f"chance: ln {tiny.VOCAB} = {chance:.2f}",
+        current=snap.step, height=170, **mark,
+    ), key="tr:loss")  # fmt: skip
+    left, right = st.columns(2)
+    training.curve(training.score_frame(run, "previous_token"), training.curve_spec(
+        "Previous-token score", "weight on the token before", "head", current=snap.step, y_max=1.0, height=150,
+    ), key="tr:prev", container=left)  # fmt: skip
     if name != "previous_token":
-        ui.chart(training.score_frame(run, name), training.curve_spec(
-            f"{name.capitalize()} score", "mean weight on the key that solves it", "head", rule=tiny.FORMED_SCORE,
-            rule_label="formed above 0.4", current=snap.step, y_max=1.0, **mark,
-        ), height=220, key="tr:task", container=right)  # fmt: skip
+        training.curve(training.score_frame(run, name), training.curve_spec(
+            f"{name.capitalize()} score", "weight on the key that solves it", "head", rule=tiny.FORMED_SCORE,
+            rule_label="formed above 0.4", current=snap.step, y_max=1.0, height=150, **mark,
+        ), key="tr:task", container=right)  # fmt: skip
     if formed is not None:
         st.markdown(
             f"**{formed.name} formed at step {formed.step}**: from that snapshot on, its {name.replace('_', '-')} "

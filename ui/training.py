@@ -30,7 +30,8 @@ import streamlit as st
 
 from attention.models import tiny
 
-from . import state
+from . import charts, state
+from .charts import PALETTE
 
 WORKERS = 2  # settings trained at once, server-wide (the others queue)
 MAX_RUNS = 32  # runs kept for every visitor
@@ -91,7 +92,7 @@ class Service:
 
     def warm(self) -> Future | None:
         """Start the worker processes now (importing torch takes a second or two), so Play starts at once."""
-        if not self.processes:
+        if not self.processes or self._pool is not None:  # started already (or by a run)
             return None
         futures = [self._get_pool().submit(tiny.worker_ready) for _ in range(self.workers)]
         return futures[-1]
@@ -214,7 +215,7 @@ def curve_spec(
 ) -> dict:  # fmt: skip
     """A Vega-Lite line chart over the steps, with a dashed horizontal rule (chance, the threshold), a vertical rule
     at the step a head formed, named, and a grey one at the step shown."""
-    y = {"field": "value", "type": "quantitative", "title": y_title}
+    y: dict[str, Any] = {"field": "value", "type": "quantitative", "title": y_title}
     if y_max is not None:
         y["scale"] = {"domain": [0, y_max]}
     layers: list[dict] = [
@@ -223,7 +224,18 @@ def curve_spec(
             "encoding": {
                 "x": {"field": "step", "type": "quantitative", "title": "step"},
                 "y": y,
-                "color": {"field": color, "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+                "color": {
+                    "field": color,
+                    "type": "nominal",
+                    "title": None,
+                    "scale": {"range": PALETTE},
+                    "legend": {"orient": "bottom", "labelLimit": 0},
+                },
+                "tooltip": [
+                    {"field": color, "type": "nominal"},
+                    {"field": "step", "type": "quantitative"},
+                    {"field": "value", "type": "quantitative", "format": ".3f"},
+                ],
             },
         }
     ]
@@ -247,6 +259,11 @@ def curve_spec(
              "encoding": {"x": {"field": "x", "type": "quantitative"}, "y": {"value": 2}, "text": {"field": "label"}}},
         ]})  # fmt: skip
     return {"title": title, "height": height, "layer": layers}
+
+
+def curve(frame: pd.DataFrame, spec: dict, *, key: str, container: Any = None) -> None:
+    """A curve chart, its frame taller than the plot by the title, axis and legend."""
+    charts.chart(frame, spec, height=spec["height"] + 90, key=key, container=container)
 
 
 @dataclass(frozen=True)
@@ -325,10 +342,11 @@ def buttons(settings: tiny.Settings, container: Any) -> None:
     row = container.container(horizontal=True)
     args = (settings.to_dict(),)
     playing = st.session_state.get(PLAYING, False)
-    row.button("Play", icon="▶️", on_click=play, args=args, disabled=playing, type="primary", key="tr:play")
-    row.button("Pause", icon="⏸️", on_click=pause, disabled=not playing, key="tr:pause")
-    row.button("Step", icon="⏭️", on_click=step, args=args, key="tr:step")
-    row.button("Reset", icon="⏮️", on_click=reset, key="tr:reset")
+    row.button("Play", icon=":material/play_arrow:", on_click=play, args=args, disabled=playing, type="primary",
+               key="tr:play")  # fmt: skip
+    row.button("Pause", icon=":material/pause:", on_click=pause, disabled=not playing, key="tr:pause")
+    row.button("Step", icon=":material/skip_next:", on_click=step, args=args, key="tr:step")
+    row.button("Reset", icon=":material/skip_previous:", on_click=reset, key="tr:reset")
 
 
 def shown_index(job: Job) -> int:

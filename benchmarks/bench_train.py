@@ -1,0 +1,208 @@
+"""Watch it learn, timed: the default run to the formed head, Play to the first moving curve in Chromium, and another
+visitor's rerun while four new trainings run.
+
+    python benchmarks/bench_train.py formed [--seeds 5] [--control]   # tiny.train to the formed head, per seed
+    python benchmarks/bench_train.py browser [--shots DIR]           # Play -> first moving curve, 1024 x 768
+    python benchmarks/bench_train.py latency [--reruns 15]           # another session's rerun, idle vs 4 trainings
+
+`formed` trains in this process on one thread (the numbers are the tests'); `--control` adds the 1-layer control's
+3,000 steps. `browser` starts `streamlit run dashboard.py`, opens the page with a seed no run has used, waits for
+the worker processes (the page starts them on opening), clicks Play and counts until the loss chart is drawn (its
+first drawing has two snapshots: steps 0 and 25), then does the same on a second page for the setting now kept
+(a class pressing Play on one setting): the curve has moved when the chart is drawn and the page names a snapshot
+after step 0. `latency` keeps one session rerunning the self-attention page over the
+websocket and reports its rerun times with nothing training, then while four other sessions press Play on four new
+settings (two train, two queue). A benchmark, not a test: timings vary with the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+
+
+def load() -> str:
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+
+
+# --------------------------------------------------------------------------- formed
+
+
+def bench_formed(seeds: int, control: bool) -> None:
+    from attention.models import tiny
+
+    print(f"| seed | formed at step | seconds | ({load()}) |")
+    print("|---|---|---|---|")
+    took = []
+    for seed in range(seeds):
+        settings = tiny.Settings(seed=seed)
+        t = time.perf_counter()
+        run = tiny.train(settings, until=lambda s, settings=settings: tiny.formed(s, settings))
+        took.append(time.perf_counter() - t)
+        print(f"| {seed} | {run.snapshots[-1].step} | {took[-1]:.2f} | |", flush=True)
+    print(f"median {statistics.median(took):.2f} s to the formed head, max {max(took):.2f} s")
+    if control:
+        settings = tiny.Settings(layers=1, steps=3000, every=250)
+        t = time.perf_counter()
+        run = tiny.train(settings)
+        print(f"1-layer control, 3000 steps: {time.perf_counter() - t:.2f} s, formed: {run.formed}, "
+              f"best induction score {run.snapshots[-1].score('induction'):.3f}")  # fmt: skip
+
+
+# --------------------------------------------------------------------------- browser
+
+CHART = "[data-testid='stVegaLiteChart']"
+# the curve has moved: the loss chart is drawn and the page names a snapshot after step 0
+MOVED = (
+    f'document.querySelectorAll("{CHART} svg, {CHART} canvas").length > 0 && '
+    "[...document.querySelectorAll('[data-testid=stMarkdownContainer]')].some(e => /Step [1-9][0-9]*: loss/.test("
+    "e.innerText))"
+)
+
+
+def bench_browser(shots: Path | None) -> None:
+    import live_server
+    from playwright.sync_api import sync_playwright
+
+    port = live_server.free_port()
+    server = live_server.start(port, Path("/tmp/bench_train_browser.log"))
+    seed = random.randrange(1000, 9999)  # a setting no run on this server has used
+    url = f"http://{live_server.LOOPBACK}:{port}/watch_it_learn?train_seed={seed}"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=live_server.require_chromium(), args=live_server.CHROMIUM_ARGS)
+            figures = []
+            for who in ("first visitor (trains)", "second visitor (the run is kept)"):
+                page = browser.new_page(viewport={"width": 1024, "height": 768})
+                page.goto(url)
+                play = page.get_by_role("button", name="Play")
+                play.wait_for(timeout=120_000)
+                time.sleep(8)  # the workers start when the page opens; a person reads before pressing Play
+                start = time.perf_counter()
+                play.click()
+                page.wait_for_function(MOVED, timeout=300_000, polling=20)
+                figures.append((who, time.perf_counter() - start))
+                if shots is not None:
+                    shots.mkdir(parents=True, exist_ok=True)
+                    page.wait_for_selector("text=Trained", timeout=300_000)
+                    page.screenshot(path=str(shots / f"watch_it_learn_{len(figures)}.png"), full_page=True)
+                page.close()
+            browser.close()
+    finally:
+        live_server.stop(server)
+    for who, seconds in figures:
+        print(f"Play to the first moving curve, {who}: {1000 * seconds:.0f} ms ({load()})")
+
+
+# --------------------------------------------------------------------------- latency
+
+
+def press_play(port: int, seed: int, done: dict) -> None:
+    """One visitor: open the page on a new setting, press Play, then rerun twice a second until trained."""
+    from load_test import WsClient
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    client = WsClient(port, page="watch_it_learn", query=f"train_seed={seed}")
+    _, shown = client.rerun()
+    play_id = client.buttons["Play"]
+    _, shown = client.rerun(states=[WidgetState(id=play_id, trigger_value=True)])
+    start = time.perf_counter()
+    while True:
+        time.sleep(0.5)
+        _, shown = client.rerun()
+        if any(t.startswith("Trained:") for t in shown["text"]):
+            break
+    done[seed] = time.perf_counter() - start
+
+
+def bench_latency(reruns: int) -> None:
+    import live_server
+    import load_test
+
+    _patch_buttons(load_test.WsClient)
+    port = live_server.free_port()
+    server = live_server.start(port, Path("/tmp/bench_train_latency.log"))
+    try:
+        observer = load_test.WsClient(port, query="seed=5")
+        observer.rerun()
+        idle = [observer.rerun()[0] for _ in range(reruns)]
+        done: dict[int, float] = {}
+        seeds = random.sample(range(1000, 9999), 4)
+        threads = [threading.Thread(target=press_play, args=(port, s, done)) for s in seeds]
+        for t in threads:
+            t.start()
+        busy = []
+        time.sleep(1.0)
+        while any(t.is_alive() for t in threads):
+            busy.append(observer.rerun()[0])
+            time.sleep(0.2)
+        for t in threads:
+            t.join()
+    finally:
+        live_server.stop(server)
+    med = lambda xs: 1000 * statistics.median(xs)  # noqa: E731
+    p90 = lambda xs: 1000 * sorted(xs)[int(0.9 * (len(xs) - 1))]  # noqa: E731
+    print(f"another session's rerun (self-attention page), {load()}:")
+    print("| while | reruns | median (ms) | p90 (ms) |\n|---|---|---|---|")
+    print(f"| nothing trains | {len(idle)} | {med(idle):.0f} | {p90(idle):.0f} |")
+    print(f"| 4 new trainings (2 at a time) | {len(busy)} | {med(busy):.0f} | {p90(busy):.0f} |")
+    print("the four trainings, Play to trained: " + ", ".join(f"{s:.1f} s" for s in sorted(done.values())))
+
+
+def _patch_buttons(cls: type) -> None:
+    """WsClient reads sliders and select boxes; the latency benchmark also needs the Play button's widget id."""
+    original = cls.rerun
+
+    def rerun(self, widgets=None, states=()):  # noqa: ANN001, ANN202
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        recv = self.ws.recv
+        self.buttons = getattr(self, "buttons", {})
+
+        def spy():  # noqa: ANN202
+            data = recv()
+            if data:
+                fwd = ForwardMsg()
+                fwd.ParseFromString(data)
+                if fwd.WhichOneof("type") == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                    el = fwd.delta.new_element
+                    if el.WhichOneof("type") == "button":
+                        self.buttons[el.button.label] = el.button.id
+            return data
+
+        self.ws.recv = spy
+        try:
+            return original(self, widgets, states)
+        finally:
+            self.ws.recv = recv
+
+    cls.rerun = rerun
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", choices=("formed", "browser", "latency"))
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--control", action="store_true")
+    parser.add_argument("--shots", type=Path)
+    parser.add_argument("--reruns", type=int, default=15)
+    args = parser.parse_args()
+    if args.part == "formed":
+        bench_formed(args.seeds, args.control)
+    elif args.part == "browser":
+        bench_browser(args.shots)
+    else:
+        bench_latency(args.reruns)
+
+
+if __name__ == "__main__":
+    main()
