@@ -107,7 +107,8 @@ def test_what_a_session_keeps_holds_no_result(path: str, params: dict, monkeypat
 
 def test_a_click_makes_the_file_from_the_recipe(monkeypatch: pytest.MonkeyPatch) -> None:
     at, handed = open_page("self_attention", monkeypatch, sentence=SENTENCE, heads="2", head="1", mask="causal")
-    defaults = {name: ui.PARAMS[name].default for name in ("d_model", "d_k", "d_v", "seed", "padding", "window")}
+    names = ("d_model", "d_k", "d_v", "seed", "padding", "window", "init", "draws")
+    defaults = {name: ui.PARAMS[name].default for name in names}
     result = compute(Config(sentence=SENTENCE, heads=2, mask="causal", **defaults))  # the page's config
     ui.results._cached.clear()  # the click recomputes it through the cache
     csv, json_file = handed  # embeddings.csv (the picker's first choice), result.json

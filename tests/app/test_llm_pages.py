@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from attention import Config, compute
 
 ROOT = Path(__file__).resolve().parents[2]
+W = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23)
 SENTENCE = "Life is short, eat dessert first"  # the dashboard's default: 6 tokens
 
 
@@ -62,7 +63,7 @@ def test_kv_cache_defaults_show_the_first_step_under_a_causal_mask():
 @pytest.mark.parametrize("t", [2, 5])
 def test_kv_cache_step_grows_the_cache_and_its_row_is_row_t_of_the_full_weights(t):
     at = run_widget(page("kv_cache"), "slider", "w:decode_step", t)
-    full = compute(Config(sentence=SENTENCE, mask="causal"))
+    full = compute(Config(sentence=SENTENCE, mask="causal", **W))
     keys, rows, _ = drawn(at)[f"Cached keys ({t + 1} × 24)"]
     values, _, _ = drawn(at)[f"Cached values ({t + 1} × 28)"]
     assert keys.shape == (t + 1, 24) and values.shape == (t + 1, 28)
@@ -99,7 +100,7 @@ def test_kv_cache_next_button_advances_one_token_and_stops_at_the_last():
 def test_kv_cache_window_mask_decodes_with_the_window():
     at = page("kv_cache", mask="window", window="2", decode_step="4")
     row, _, _ = one(at, "Step 4:")
-    full = compute(Config(sentence=SENTENCE, mask="window", window=2))
+    full = compute(Config(sentence=SENTENCE, mask="window", window=2, **W))
     torch.testing.assert_close(row[0], full.weights[0, 4])
     assert int((row[0] > 0).sum()) == 2  # step 4 sees keys 3 and 4 (counted from 0)
     assert "see 2 of the 5 cached keys" in texts(at)
@@ -151,7 +152,7 @@ def test_flash_block_size_and_tile_sliders_change_the_visited_columns(block_size
     flags = blocked_cells(at, SCORES)
     assert flags[:, :visited].sum() == 0 and bool(flags[:, visited:].all())
     block, _, cols = one(at, f"Key block {tile}'s scores")
-    full = compute(Config(sentence=SENTENCE))
+    full = compute(Config(sentence=SENTENCE, **W))
     assert len(cols) == min(block_size, 6 - tile * block_size)  # the last block may be shorter
     torch.testing.assert_close(block, full.masked[0, :, tile * block_size : visited])
     assert at.query_params["tile"] == str(tile) if tile else "tile" not in at.query_params
@@ -160,7 +161,7 @@ def test_flash_block_size_and_tile_sliders_change_the_visited_columns(block_size
 
 def test_flash_running_statistics_after_a_block_are_those_of_the_keys_seen():
     at = page("flash_attention", block_size="4")
-    full = compute(Config(sentence=SENTENCE))
+    full = compute(Config(sentence=SENTENCE, **W))
     scores = full.masked[0]  # (6, 6) scaled scores
     m, _, cols = drawn(at)["Running max m"]
     assert cols == ["m"]
@@ -182,7 +183,7 @@ FINAL_CASES = [
 def test_flash_final_output_equals_the_ordinary_context(params, config):
     at = page("flash_attention", **params)
     head = int(params.get("head", 0))
-    context = compute(Config(sentence=SENTENCE, **config)).context[head]
+    context = compute(Config(sentence=SENTENCE, **config, **W)).context[head]
     tiled, _, cols = drawn(at)["Tiled output (online softmax)"]
     ordinary, _, _ = drawn(at)["Ordinary output: softmax(S) V"]
     assert tiled.shape == (6, 28) and cols[-1] == "d28"
@@ -210,7 +211,7 @@ def test_flash_one_token_sentence_draws_one_block():
     assert not [s for s in at.slider if s.key in ("w:block_size", "w:tile")]
     assert "One block of 1 holds all 1 keys" in texts(at)
     tiled, _, _ = drawn(at)["Tiled output (online softmax)"]
-    torch.testing.assert_close(tiled, compute(Config(sentence="hello")).context[0])
+    torch.testing.assert_close(tiled, compute(Config(sentence="hello", **W)).context[0])
 
 
 def test_flash_too_many_tiles_is_explained_not_computed():
