@@ -315,3 +315,28 @@ def test_the_pitfalls_fit_their_estimate_and_hold_what_they_keep(server: ByteBud
     del versions
     gc.collect()
     assert server.used == 0
+
+
+def test_every_setting_the_controls_allow_fits_the_budget_alone() -> None:
+    """The budget limits how many large runs go at once, never how large one may be: the largest computation the
+    dashboard offers (every size at its top, both sentences of 512 tokens, dropout, a mask, every projection) fits."""
+    top = {name: int(ui.PARAMS[name].hi) for name in ("d_model", "d_k", "d_v", "heads")}
+    assert top["heads"] == 16 and top["d_model"] == 256
+    text = words(int(ui.PARAMS["token"].hi) + 1)
+    largest = max(
+        budget.compute_bytes(
+            Config(
+                sentence=text,
+                cross_sentence=cross,
+                position=p,
+                mask="causal",
+                dropout=0.5,
+                out_proj=True,
+                bias=True,
+                **top,
+            )
+        )  # fmt: skip
+        for p in ("none", "rope", "alibi", "learned", "sinusoidal")
+        for cross in (None, text)
+    )
+    assert 150e6 < largest <= ui.budget.BUDGET_MB * ui.budget.MB, largest / 1e6
