@@ -29,6 +29,16 @@ Where the sessions go:
   --url URL      a server already running there (a loopback address): one process or a proxy. Its CPU and
                  memory are measured only for the processes given with --server-pid (each with its children).
 
+--faults (with --processes 2 or more, the websocket client): the room under faults. 10 s after every session
+has loaded, one replica is killed (SIGKILL; supervisord starts it again), 40 s later another one is stopped
+(SIGSTOP: hung; deploy/watchdog.py kills it after about 30 s and supervisord starts it again; after 60 s at most
+it is continued). A session whose websocket closes reconnects as the browser does (the
+same link and cookies: the proxy sends it to a live replica, which opens its view from the URL) and repeats the
+move it was making; the move's latency includes the reconnect. A move that gets no answer in 30 s is a frozen
+session (a failure: a browser would wait for ever). Reports when HAProxy marked each replica down and up and
+when supervisord restarted each, the p95 latency of the moves started in the 10 s after each fault
+and of all the others, and the reconnects. Use --duration 110 or more, so that the whole schedule runs.
+
 Reports p50/p95 latency, and the server's resident memory (the process and its children) after 1, 10 and
 N sessions have loaded and at the end, and the CPU the server, the browser and this client used.
 A benchmark, not a test: loopback only, bounded in sessions, time and waits; numbers depend on the machine.
@@ -43,6 +53,7 @@ import json
 import os
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -126,10 +137,14 @@ class Session:
     values: dict[str, int]  # seed, d_k, d_v, heads
     rng: random.Random
     latencies: list[float] = field(default_factory=list)
+    started: list[float] = field(default_factory=list)  # each latency's move: when it began (time.monotonic())
     failures: list[str] = field(default_factory=list)
     changes: int = 0
     console: list[str] = field(default_factory=list)  # the page's last warnings and errors (browser client)
     replica: str = ""  # the process a sticky proxy sent it to (its cookie), "" without one
+    reconnects: int = 0  # websockets it had to open again (--faults)
+    reconnect_s: list[float] = field(default_factory=list)  # how long each took, retries included
+    retried: list[str] = field(default_factory=list)  # why a reconnect was tried again
 
     def config(self) -> Config:
         p = ui.PARAMS
@@ -320,6 +335,7 @@ class WsClient:
     def rerun(self, widgets: dict[str, int] | None = None, states: Sequence[Any] = ()) -> tuple[float, dict]:
         """Send one rerun (with new slider values, and any other WidgetStates) and read its messages:
         (seconds, what it showed)."""
+        import websocket
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
         from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -337,8 +353,11 @@ class WsClient:
         shown = {"charts": {}, "latex": [], "exception": 0, "connection": "CONNECTED", "dialog": [],
                  "downloads": [], "selectboxes": {}, "text": []}  # fmt: skip
         while True:
+            data = self.ws.recv()
+            if not data:  # a close frame
+                raise websocket.WebSocketConnectionClosedException("the server closed the websocket")
             fwd = ForwardMsg()
-            fwd.ParseFromString(self.ws.recv())
+            fwd.ParseFromString(data)
             kind = fwd.WhichOneof("type")
             if kind == "page_info_changed":
                 self.query = fwd.page_info_changed.query_string
@@ -420,6 +439,48 @@ class WsClient:
                 self.cookies[name.strip()] = value.strip()
             return response.read()
 
+    def idle(self, seconds: float) -> bool:
+        """Wait as an open tab does: reading the socket, so the server's pings are answered (Streamlit closes a
+        websocket that has not answered its pings for about a minute). False when the websocket has closed."""
+        import websocket
+
+        end = time.monotonic() + seconds
+        try:
+            while (left := end - time.monotonic()) > 0 or seconds == 0:
+                self.ws.settimeout(max(left, 0.001))
+                try:
+                    if not self.ws.recv():
+                        return False  # a close frame
+                except websocket.WebSocketTimeoutException:
+                    if seconds == 0:
+                        break
+            return True
+        except (OSError, websocket.WebSocketException):
+            return False
+        finally:
+            self.ws.settimeout(MATCH_TIMEOUT_S)
+
+    def reopened(self, timeout: float = 60) -> WsClient:
+        """What the browser does when its websocket closes: the same link and cookies again (a sticky proxy sends
+        it to a live replica when its own is down), retried while the proxy answers 502/503 or refuses. The new
+        session has run once (its view from the URL), unchecked: the caller repeats its move."""
+        import websocket
+
+        start = time.monotonic()
+        while True:
+            try:
+                again = WsClient(session=self.session, query=self.query, page=self.page, base=self.base,
+                                 cookies=self.cookies)  # fmt: skip
+                again.rerun()
+                return again
+            except (OSError, websocket.WebSocketException) as exc:  # urllib's HTTPError is an OSError
+                self.session.retried.append(
+                    f"{type(exc).__name__} {str(exc)[:40]} after {time.monotonic() - start:.1f} s"
+                )
+                if time.monotonic() - start > timeout:
+                    raise TimeoutError(f"no reconnect in {timeout:g} s: {exc}") from exc
+                time.sleep(0.5)
+
     def cookie_header(self) -> str:
         return "; ".join(f"{name}={value}" for name, value in self.cookies.items())
 
@@ -448,25 +509,59 @@ def run_ws(args: argparse.Namespace, port: int, server: subprocess.Popen | Seque
         if client.check(shown):
             loads.append(seconds)
         clients.append(client)
+        for loaded in clients:  # the sessions already open answer the server's pings meanwhile
+            loaded.idle(0)
         if len(clients) in (1, 10, len(sessions)) and server is not None:
             memory[f"{len(clients)} sessions loaded"] = rss_mib(server)
     if on_loaded:
         on_loaded()
     deadline = time.monotonic() + args.duration
 
+    faults = getattr(args, "faults", False)
+
     def drive(client: WsClient) -> None:
+        import websocket
+
         s = client.session
+
+        def pause(seconds: float) -> None:  # an open tab waits; when its websocket closes it reconnects at once
+            nonlocal client
+            if not client.idle(seconds):
+                if not faults:
+                    raise ConnectionError("the websocket closed while the session was idle")
+                client = reconnect(client)
+
+        def reconnect(lost: WsClient) -> WsClient:
+            lost.ws.close()
+            t_lost = time.perf_counter()
+            again = lost.reopened()  # the browser reconnects when its websocket closes
+            s.reconnect_s.append(time.perf_counter() - t_lost)
+            s.reconnects += 1
+            s.replica = again.replica
+            return again
+
         try:
             # Learners do not all move in the same instant: spread the first moves over one pause.
-            time.sleep(args.think * s.rng.uniform(0, 1))
+            pause(args.think * s.rng.uniform(0, 1))
             while time.monotonic() < deadline and len(s.failures) < 3:
                 name, value = next_value(s)
                 s.values[name] = value
                 s.changes += 1
-                seconds, shown = client.rerun({name: value})
+                began, t0 = time.monotonic(), time.perf_counter()
+                while True:
+                    try:
+                        _, shown = client.rerun({name: value})
+                        break
+                    except (OSError, websocket.WebSocketException) as exc:
+                        if not faults:
+                            raise
+                        if isinstance(exc, (websocket.WebSocketTimeoutException, TimeoutError)):
+                            s.failures.append(f"session {s.index}: frozen (no answer in {MATCH_TIMEOUT_S:g} s)")
+                        client = reconnect(client)
                 if client.check(shown):
-                    s.latencies.append(seconds)
-                time.sleep(args.think * s.rng.uniform(0.5, 1.5))
+                    s.latencies.append(time.perf_counter() - t0)
+                    s.started.append(began)
+                pause(args.think * s.rng.uniform(0.5, 1.5))
         except Exception as exc:  # a lost connection, a timeout
             s.failures.append(f"session {s.index}: {type(exc).__name__}: {exc}")
         finally:
@@ -548,6 +643,7 @@ class Target:
     pids: list[int] = field(default_factory=list)
     named: dict[str, int] = field(default_factory=dict)
     replicas: dict[str, str] = field(default_factory=dict)
+    recipe: live_server.Recipe | None = None  # the deploy recipe, when this script started it
 
 
 def start_target(args: argparse.Namespace) -> Target:
@@ -568,7 +664,7 @@ def start_target(args: argparse.Namespace) -> Target:
                 named["haproxy"] = child.pid
         return Target(recipe.proxy, f"{processes} streamlit processes behind HAProxy (deploy/run.sh)",
                       lambda: live_server.stop_recipe(recipe), [recipe.proc.pid], named,
-                      dict(zip(sorted(names.values()), recipe.replicas, strict=True)))  # fmt: skip
+                      dict(zip(sorted(names.values()), recipe.replicas, strict=True)), recipe)  # fmt: skip
     port = live_server.free_port()
     server = live_server.start(port, Path(args.log))
     return Target(f"http://{LOOPBACK}:{port}", "one streamlit process", lambda: live_server.stop(server), [server.pid])
@@ -581,6 +677,65 @@ def stcore_metric(base: str, name: str) -> float | None:
             if line.startswith(name + " "):
                 return float(line.rsplit(" ", 1)[1])
     return None
+
+
+# --faults: when, after every session has loaded, one replica is killed; after that, another is stopped, and
+# how long it is left stopped at most (unless the watchdog has killed it; then it is continued).
+KILL_AFTER_S = 10.0
+HANG_AFTER_S = 40.0
+HANG_FOR_S = 60.0
+SETTLE_S = 10.0  # the moves started this long after a fault are "settled"
+
+
+def inject_faults(recipe: live_server.Recipe, t0: float, events: dict, done: threading.Event) -> None:
+    """The --faults schedule (SIGKILL one replica, later SIGSTOP another, then SIGCONT), and when supervisord
+    and HAProxy saw each step, in seconds since t0 (every session loaded). Stops early when `done` is set."""
+    names = [f"s{i}" for i in range(1, len(recipe.replicas) + 1)]
+    killed, hung = names[1], names[2] if len(names) > 2 else names[0]
+
+    def at(seconds: float) -> bool:  # sleep until t0 + seconds; False when the load ended first
+        return not done.wait(max(0.0, t0 + seconds - time.monotonic()))
+
+    def until(what: str, check, since: float, limit: float = 90) -> None:  # when check() first held
+        while not check():
+            if time.monotonic() - since > limit or done.is_set():
+                events[what] = None
+                return
+            time.sleep(0.1)
+        events[what] = round(time.monotonic() - since, 1)
+
+    state = lambda name: live_server.proxy_servers(recipe).get(name)  # noqa: E731
+    if not at(KILL_AFTER_S):
+        return
+    old = live_server.replica_pid(recipe, killed)
+    os.kill(old, signal.SIGKILL)
+    t_kill = time.monotonic()
+    events.update(killed=killed, kill_at_s=round(t_kill - t0, 1))
+    until("killed_marked_down_after_s", lambda: state(killed) == "DOWN", t_kill)
+    until("killed_restarted_after_s", lambda: live_server.replica_pid(recipe, killed) not in (None, old), t_kill)
+    until("killed_back_up_after_s", lambda: state(killed) == "UP", t_kill)
+    if not at(KILL_AFTER_S + HANG_AFTER_S):
+        return
+    pid = live_server.replica_pid(recipe, hung)
+    os.kill(pid, signal.SIGSTOP)
+    t_stop = time.monotonic()
+    events.update(hung=hung, hang_at_s=round(t_stop - t0, 1))
+    try:
+        until("hung_marked_down_after_s", lambda: state(hung) == "DOWN", t_stop)
+        # deploy/watchdog.py kills it once its health check has failed for about 30 s; supervisord restarts it.
+        until("hung_restarted_after_s", lambda: live_server.replica_pid(recipe, hung) not in (None, pid), t_stop,
+              HANG_FOR_S)  # fmt: skip
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)  # if the watchdog has not killed it
+        except ProcessLookupError:
+            pass
+    until("hung_back_up_after_s", lambda: state(hung) == "UP", t_stop)
+
+
+def fault_windows(events: dict, t0: float) -> list[tuple[float, float]]:
+    """The SETTLE_S seconds after each fault, as time.monotonic() intervals."""
+    return [(t0 + events[k], t0 + events[k] + SETTLE_S) for k in ("kill_at_s", "hang_at_s") if k in events]
 
 
 def measure(args: argparse.Namespace, client: str) -> dict:
@@ -601,19 +756,30 @@ def measure(args: argparse.Namespace, client: str) -> dict:
         return time.monotonic(), {k: seconds() for k, seconds in groups.items()}
 
     marks: dict[str, tuple[float, dict[str, float]]] = {}
+    faults = getattr(args, "faults", False)
+    events: dict = {}
+    done = threading.Event()
+    injector = None
     try:
         marks["start"] = snapshot()
         ours = {p.pid for p in tree(target.pids)}
         browser0 = cpu_seconds([p for p in me.children(recursive=True) if p.pid not in ours])
 
         def loaded() -> None:  # every session has loaded its page: from here on they move sliders
+            nonlocal injector
             marks.setdefault("loaded", snapshot())
+            if faults:
+                injector = threading.Thread(target=inject_faults, args=(target.recipe, time.monotonic(), events, done))
+                injector.start()
 
         if client == "ws":
             loads = run_ws(args, 0, server, sessions, memory, base=target.base, on_loaded=loaded)
         else:
             loads = asyncio.run(run_browser(args, target.base, server, sessions, memory, on_loaded=loaded))
         marks["end"] = snapshot()
+        done.set()
+        if injector:
+            injector.join()
         if server:
             memory["at the end"] = rss_mib(server)
         connects = {name: stcore_metric(base, 'session_events_total{type="connect"}')
@@ -628,8 +794,38 @@ def measure(args: argparse.Namespace, client: str) -> dict:
             t, wall = os.times(), marks["end"][0] - marks["start"][0]
             busy["chromium"] = round((t.children_user + t.children_system - browser0) / wall, 2)
     finally:
+        done.set()
+        if injector:
+            injector.join()
         target.stop()
     latencies = [x for s in sessions for x in s.latencies]
+    under_faults = {}
+    if faults and "loaded" in marks:
+        windows = fault_windows(events, marks["loaded"][0])
+        moves = [(t, x) for s in sessions for t, x in zip(s.started, s.latencies, strict=True)]
+        near = [x for t, x in moves if any(a <= t < b for a, b in windows)]
+        settled = [x for t, x in moves if not any(a <= t < b for a, b in windows)]
+        under_faults = {
+            "events": events,
+            f"p95_ms_within_{SETTLE_S:g}_s_of_a_fault": round(1000 * percentile(near, 0.95)) if near else None,
+            f"max_ms_within_{SETTLE_S:g}_s_of_a_fault": round(1000 * max(near)) if near else None,
+            "moves_within": len(near),
+            "p95_ms_otherwise": round(1000 * percentile(settled, 0.95)) if settled else None,
+            "moves_otherwise": len(settled),
+            # Recovery over time: each 10 s of the run (from every session loaded), its moves' p95 and count.
+            "p95_ms_by_10_s": [
+                (round(1000 * percentile(xs, 0.95)) if xs else None, len(xs))
+                for k in range(int(args.duration // 10) + 1)
+                for xs in [[x for t, x in moves if 10 * k <= t - marks["loaded"][0] < 10 * (k + 1)]]
+            ],
+            "reconnects": sum(s.reconnects for s in sessions),
+            "reconnect_s_p50_max": [round(f(rs), 1) for f in (statistics.median, max)]
+            if (rs := [x for s in sessions for x in s.reconnect_s])
+            else None,
+            "reconnects_retried": [r for s in sessions for r in s.retried][:20],
+            "sessions_that_reconnected": sum(1 for s in sessions if s.reconnects),
+            "frozen": sum(1 for s in sessions for f in s.failures if "frozen" in f),
+        }
     return {
         "client": client,
         "target": target.what,
@@ -650,6 +846,7 @@ def measure(args: argparse.Namespace, client: str) -> dict:
         "connects_per_process": connects,  # each Streamlit process's own count of sessions it accepted
         "load_average_1min_at_end": round(os.getloadavg()[0], 1),
         "failures": [f for s in sessions for f in s.failures],
+        "faults": under_faults,
     }
 
 
@@ -667,6 +864,8 @@ def report(r: dict) -> None:
     print("server RSS (MiB, process and children): " + ", ".join(f"{k}: {v}" for k, v in r["rss_mib"].items()))
     print(f"CPU cores busy (of {r['cpus']}): {r['cpu_cores_busy']}; 1-min load {r['load_average_1min_at_end']}")
     print(f"CPU cores busy while moving: {r['cpu_cores_busy_moving']}")
+    if r.get("faults"):
+        print("under faults: " + json.dumps(r["faults"]))
     print(f"failures: {len(r['failures'])}")
     for failure in r["failures"][:20]:
         print("  " + failure)
@@ -693,6 +892,9 @@ def main() -> None:
     parser.add_argument(
         "--server-pid", type=int, action="append", help="with --url: a server process to measure, with its children"
     )
+    parser.add_argument(
+        "--faults", action="store_true", help="with --processes: kill one replica, later hang another (see above)"
+    )
     parser.add_argument("--chromium", default=live_server.find_chromium()[0])
     parser.add_argument("--log", default="/tmp/attention-lab-load-test-server.log", help="the server's output")
     parser.add_argument("--json", help="also write the results to this file")
@@ -703,8 +905,10 @@ def main() -> None:
         parser.error(f"--sessions must be 1..{most} and --duration 0..600")
     if not 0 <= args.processes <= 16:
         parser.error("--processes must be 1..16")
-    if args.processes and not live_server.find_haproxy():
-        parser.error("--processes needs haproxy: `apt-get install -y haproxy` (or set HAPROXY)")
+    if args.processes and not (live_server.find_haproxy() and live_server.find_supervisord()):
+        parser.error("--processes needs haproxy and supervisor: `apt-get install -y haproxy supervisor`")
+    if args.faults and (args.processes < 2 or clients != ("ws",)):
+        parser.error("--faults needs --processes 2 or more and --client ws")
     if args.url and urllib.parse.urlsplit(args.url).hostname not in (LOOPBACK, "localhost"):
         parser.error("--url must be a loopback address: this load test sends its traffic to this machine only")
     if args.server_pid and not args.url:

@@ -8,12 +8,14 @@
 # foreground. supervisord starts `streamlit run dashboard.py` on 127.0.0.1:LAB_FIRST_PORT, LAB_FIRST_PORT+1, ...
 # (8511, 8512, ...; deploy/replica.sh) and HAProxy (deploy/haproxy.cfg) on LAB_ADDRESS:LAB_PORT (0.0.0.0:8501:
 # every interface, as `streamlit run` itself listens, so learners on the room's network can open it), and starts
-# again any of them that exits. HAProxy takes a dead or hung replica out of rotation within about 3 s and
-# closes its connections, so its learners' browsers reconnect to a live one.
+# again any of them that exits. HAProxy takes a dead replica out of rotation in about 2 s, a hung one in about
+# 7 s, and closes its connections, so its learners' browsers reconnect to a live one (deploy/haproxy.cfg).
 #
 # Environment: LAB_ADDRESS, LAB_PORT, LAB_FIRST_PORT, LAB_LOG_DIR (the logs, the generated backend and the
 # control sockets; default a new temporary folder), LAB_MEMORY_LIMIT (each replica's memory limit, e.g. 690M:
-# see deploy/replica.sh), PYTHON (default .venv/bin/python, else python3), HAPROXY, SUPERVISORD.
+# see deploy/replica.sh), LAB_WATCHDOG_S (how long a replica that answered before may give no
+# health "ok" before it is killed and started again; default 30: deploy/watchdog.py), PYTHON (default .venv/bin/python, else
+# python3), HAPROXY, SUPERVISORD.
 # Streamlit's own settings can be given as STREAMLIT_* variables (STREAMLIT_SERVER_MAX_UPLOAD_SIZE=...).
 #
 # Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM, once everything has stopped; 1 when it could not
@@ -33,7 +35,9 @@ mkdir -p "$LAB_LOG_DIR"
 LAB_LOG_DIR="$(cd "$LAB_LOG_DIR" && pwd)"
 python="${PYTHON:-}"
 [[ -z "$python" && -x .venv/bin/python ]] && python=.venv/bin/python
-export LAB_PYTHON="${python:-python3}"
+python="${python:-python3}"
+[[ "$python" == */* && "$python" != /* ]] && python="$PWD/$python"  # supervisord's programs start elsewhere
+export LAB_PYTHON="$python"
 # Debian installs them in /usr/sbin and /usr/bin; /usr/sbin is not on every user's PATH.
 export LAB_HAPROXY="${HAPROXY:-$(command -v haproxy || echo /usr/sbin/haproxy)}"
 supervisord="${SUPERVISORD:-$(command -v supervisord || echo /usr/bin/supervisord)}"

@@ -189,12 +189,13 @@ def free_ports(n: int) -> int:
     raise RuntimeError(f"no {n} consecutive free ports found")
 
 
-def start_recipe(processes: int, log_dir: Path) -> Recipe:
-    """`bash deploy/run.sh processes` on loopback and free ports; returns once the proxy and every process
-    answer /_stcore/health. RuntimeError (with the logs' tails) when it exits or does not answer in time."""
+def start_recipe(processes: int, log_dir: Path, env: dict[str, str] | None = None) -> Recipe:
+    """`bash deploy/run.sh processes` on loopback and free ports (env: more of its settings, e.g.
+    LAB_WATCHDOG_S); returns once the proxy and every process answer /_stcore/health. RuntimeError (with the
+    logs' tails) when it exits or does not answer in time."""
     proxy_port, first = free_port(), free_ports(processes)
     env = {**os.environ, "LAB_ADDRESS": LOOPBACK, "LAB_PORT": str(proxy_port), "LAB_FIRST_PORT": str(first),
-           "LAB_LOG_DIR": str(log_dir), "PYTHON": sys.executable}  # fmt: skip
+           "LAB_LOG_DIR": str(log_dir), "PYTHON": sys.executable, **(env or {})}  # fmt: skip
     log_dir.mkdir(parents=True, exist_ok=True)
     with (log_dir / "run.log").open("wb") as out:
         # Its own process group: a stray child can then be found and stopped by the group's id.

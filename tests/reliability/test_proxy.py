@@ -3,10 +3,10 @@ supervisord) spreads new sessions over both replicas, keeps each session's webso
 replica, opens a share link with the same numbers on either replica, shows every number right under a short load
 (websocket clients, and Chromium), survives a replica that dies (supervisord starts it again; its learners'
 websockets close and they reconnect to the other replica with their view from the URL) or hangs (SIGSTOP:
-HAProxy marks it down and closes its websockets), cuts off a request whose headers never end, and stops
-everything on Ctrl-C with exit status 130. Loopback only; needs haproxy, supervisor and Chromium (skips without
-them, fails when CI is set). No timing is asserted: waits are bounded generously, and the benchmark
-(benchmarks/load_test.py --faults) measures how long recovery takes.
+HAProxy marks it down and closes its websockets; the watchdog restarts it), cuts off a request whose headers
+never end, and stops everything on Ctrl-C with exit status 130. Loopback only; needs haproxy, supervisor and
+Chromium (skips without them, fails when CI is set). No timing is asserted: waits are bounded generously, and
+the benchmark (benchmarks/load_test.py --faults) measures how long recovery takes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ load_test = load_test_module()
 @pytest.fixture(scope="module")
 def recipe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[live_server.Recipe]:
     live_server.require_haproxy()
-    running = live_server.start_recipe(2, tmp_path_factory.mktemp("deploy"))
+    # The watchdog restarts a replica that has given no health "ok" for 15 s (30 s by default).
+    running = live_server.start_recipe(2, tmp_path_factory.mktemp("deploy"), {"LAB_WATCHDOG_S": "15"})
     yield running
     live_server.stop_recipe(running)
 
@@ -243,7 +244,7 @@ def test_a_killed_replica_is_started_again_while_its_learners_move_to_the_other(
                 client.ws.close()
 
 
-def test_a_hung_replica_is_marked_down_and_its_websockets_closed(recipe: live_server.Recipe) -> None:
+def test_a_hung_replica_is_marked_down_its_websockets_closed_and_it_is_restarted(recipe: live_server.Recipe) -> None:
     live_server.wait_for("both replicas up", lambda: all_up(recipe), 90)
     clients = one_on_each(recipe, seed=81)
     hung = live_server.replica_pid(recipe, "s2")
@@ -262,12 +263,62 @@ def test_a_hung_replica_is_marked_down_and_its_websockets_closed(recipe: live_se
         _, shown = fresh.rerun()
         assert fresh.replica == "s1" and fresh.check(shown), fresh.session.failures  # new learners avoid it
         fresh.ws.close()
+        # Alive, it is never restarted for exiting: the watchdog (deploy/watchdog.py) kills it once it has failed
+        # its health checks long enough, and supervisord starts it again.
+        live_server.wait_for("s2 restarted", lambda: live_server.replica_pid(recipe, "s2") not in (None, hung), 120)
+        live_server.wait_for("s2 up in HAProxy", lambda: all_up(recipe), 90)
+        assert not psutil.pid_exists(hung) or psutil.Process(hung).status() == psutil.STATUS_ZOMBIE
     finally:
-        os.kill(hung, signal.SIGCONT)
+        try:
+            os.kill(hung, signal.SIGCONT)  # had the watchdog failed
+        except ProcessLookupError:
+            pass
         for client in (clients["s1"], moved):
             if client:
                 client.ws.close()
-    live_server.wait_for("s2 up again after SIGCONT", lambda: all_up(recipe), 90)
+    live_server.wait_for("both replicas up", lambda: all_up(recipe), 90)
+
+
+def shows(page, session) -> str | None:
+    """None when the page shows exactly its session's numbers, connected; else what differs."""
+    return load_test.mismatch(page.evaluate(load_test.SNAPSHOT_JS), load_test.expected(session))
+
+
+@pytest.mark.browser
+def test_a_browser_on_a_hung_replica_reconnects_to_the_other_with_its_view(recipe: live_server.Recipe) -> None:
+    # The real frontend: its websocket is closed by the proxy, it reconnects by itself, and the live replica
+    # starts its session over from the URL. No page stays frozen.
+    from playwright.sync_api import sync_playwright
+
+    chromium = live_server.require_chromium()
+    live_server.wait_for("both replicas up", lambda: all_up(recipe), 90)
+    session = load_test.make_sessions(1, seed=91)[0]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=live_server.CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1024, "height": 768})
+            context.add_cookies([{"name": "SRV", "value": "s2", "url": recipe.proxy}])
+            page = context.new_page()
+            page.goto(session.url(recipe.proxy))
+            live_server.wait_for("the page shows its numbers", lambda: shows(page, session) is None, 90)
+            s1_connects = lambda: load_test.stcore_metric(recipe.replicas[0], 'session_events_total{type="connect"}')  # noqa: E731
+            before = s1_connects()
+            hung = live_server.replica_pid(recipe, "s2")
+            os.kill(hung, signal.SIGSTOP)
+            try:
+                cookie = lambda: {c["name"]: c["value"] for c in context.cookies()}.get("SRV")  # noqa: E731
+                live_server.wait_for("the page moved to s1", lambda: cookie() == "s1", 90)
+                live_server.wait_for("the page shows its numbers again", lambda: shows(page, session) is None, 90)
+                assert s1_connects() == before + 1  # a new session on s1: the page shows no stale view
+                assert shows(page, session) is None
+            finally:
+                try:
+                    os.kill(hung, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass  # the watchdog has restarted it
+        finally:
+            browser.close()
+    live_server.wait_for("both replicas up", lambda: all_up(recipe), 90)
 
 
 def test_the_proxy_cuts_off_a_request_whose_headers_never_end(recipe: live_server.Recipe) -> None:
