@@ -1,18 +1,20 @@
 """What a person waits for after `streamlit run dashboard.py`: the server answering, then the first chart drawn.
 
-    python benchmarks/bench_startup.py [--runs 5] [--pages] [--importtime] [--json out.json] [--root DIR]
+    python benchmarks/bench_startup.py [--runs 5] [--pages] [--importtime] [--json out.json] [--root DIR ...]
 
 Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as tests/live_server.py
 does) and times, from the moment the command is started: /_stcore/health answering "ok", and the first heatmap
 drawn in headless Chromium (the `.al-heatmap[data-drawn]` its canvas sets once painted) on a page opened as soon
 as the server answers, as `streamlit run` itself opens the browser. Chromium is started before the clock, once,
-with a fresh context for every run. Medians of the runs are printed.
+with a fresh context for every run. Also the server's CPU seconds (user + system) at the first chart: on a machine
+busy with other work the wall times stretch, the CPU seconds much less. Medians of the runs are printed.
 
 --pages      after the last run, open every page once, then report the server's resident memory and which
              installed distributions its modules came from (the measure behind tests/test_lock.py's list).
 --importtime where the seconds of the first session go: `python -X importtime` of what the first page imports,
              the largest top-level packages by cumulative time.
---root DIR   time another checkout (e.g. a clone at an older commit) with this one's Python.
+--root DIR   time another checkout (e.g. a clone at an older commit) with this one's Python; several roots are
+             timed in turn, run by run, so that a machine busy with other work weighs on each alike.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -79,9 +83,9 @@ def one_run(browser, root: Path, log: Path, modules: Path | None = None, pages: 
         page.goto(base, wait_until="commit")
         page.wait_for_function(FIRST_CHART_JS, timeout=120_000, polling=20)
         out["first_chart_s"] = time.monotonic() - t0
+        cpu = psutil.Process(proc.pid).cpu_times()
+        out["server_cpu_s"] = cpu.user + cpu.system  # what the wait costs on an idle machine, whatever the load
         if pages is not None:
-            import psutil
-
             for path in pages:
                 page.goto(f"{base}/{path}")
                 page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]', timeout=120_000)
@@ -133,40 +137,47 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pages", action="store_true", help="open every page once after the last run")
     parser.add_argument("--importtime", action="store_true")
-    parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument("--root", type=Path, nargs="+", default=[ROOT])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    root = args.root.resolve()
+    roots = [root.resolve() for root in args.root]
 
     from playwright.sync_api import sync_playwright
 
     chromium, looked = live_server.find_chromium()
     if chromium is None:
         sys.exit(f"no Chromium ({looked})")
-    report: dict = {"root": str(root), "runs": []}
+    report: dict = {str(root): {"runs": []} for root in roots}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=live_server.CHROMIUM_ARGS)
         for k in range(args.runs):
-            run = one_run(browser, root, Path(tmp) / f"server{k}.log")
-            report["runs"].append(run)
-            print(f"run {k + 1}: healthy {run['health_s']:.2f} s, first chart {run['first_chart_s']:.2f} s", flush=True)
-        for key in ("health_s", "first_chart_s"):
-            report[f"median_{key}"] = statistics.median(r[key] for r in report["runs"])
-        print(f"median of {args.runs}: healthy {report['median_health_s']:.2f} s, "
-              f"first chart {report['median_first_chart_s']:.2f} s")  # fmt: skip
+            for root in roots:
+                run = one_run(browser, root, Path(tmp) / f"server{k}.log")
+                report[str(root)]["runs"].append(run)
+                print(f"{root} run {k + 1}: healthy {run['health_s']:.2f} s, first chart {run['first_chart_s']:.2f} s "
+                      f"(server CPU {run['server_cpu_s']:.2f} s)", flush=True)  # fmt: skip
+        for root in roots:
+            mine = report[str(root)]
+            for key in ("health_s", "first_chart_s", "server_cpu_s"):
+                mine[f"median_{key}"] = statistics.median(r[key] for r in mine["runs"])
+            print(f"{root}: median of {args.runs}: healthy {mine['median_health_s']:.2f} s, "
+                  f"first chart {mine['median_first_chart_s']:.2f} s, server CPU {mine['median_server_cpu_s']:.2f} s "
+                  f"(load average {os.getloadavg()[0]:.1f})")  # fmt: skip
         if args.pages:
-            modules = Path(tmp) / "modules.json"
-            run = one_run(browser, root, Path(tmp) / "pages.log", modules, page_paths(root))
-            imported = sorted(distributions_of(json.loads(modules.read_text())))
-            report.update(rss_mib=run["rss_mib"], imported=imported)
-            print(f"every page once: server resident memory {run['rss_mib']:.0f} MiB")
-            print(f"{len(imported)} distributions imported by the server: {' '.join(imported)}")
+            for root in roots:
+                modules = Path(tmp) / "modules.json"
+                run = one_run(browser, root, Path(tmp) / "pages.log", modules, page_paths(root))
+                imported = sorted(distributions_of(json.loads(modules.read_text())))
+                report[str(root)].update(rss_mib=run["rss_mib"], imported=imported)
+                print(f"{root}: every page once: server resident memory {run['rss_mib']:.0f} MiB")
+                print(f"{len(imported)} distributions imported by the server: {' '.join(imported)}")
         browser.close()
     if args.importtime:
-        report["importtime"] = importtime(root)
-        print("first session's imports, cumulative seconds (python -X importtime):")
-        for name, seconds in report["importtime"]:
-            print(f"  {seconds:6.2f}  {name}")
+        for root in roots:
+            report[str(root)]["importtime"] = importtime(root)
+            print(f"{root}: the first session's imports, cumulative seconds (python -X importtime):")
+            for name, seconds in report[str(root)]["importtime"]:
+                print(f"  {seconds:6.2f}  {name}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 

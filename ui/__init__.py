@@ -24,6 +24,7 @@ from . import budget, charts, exports, heatmaps, lessons, markup, results, state
 from .charts import band_chart, bars, chart, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
+from .lazy import warm_after
 from .lessons import SAY, clicker, stepper, walkthrough
 from .markup import dim_labels, explain, labels, plain
 from .results import (
@@ -199,3 +200,6 @@ _trim_heaps()
 # most of the server's CPU under load. Freezing what the imports built takes it out of every collection;
 # what the runs allocate is still collected.
 gc.freeze()
+# pandas, pyarrow and altair are imported at first use (ui/lazy.py), not above: once the script run that imported
+# ui is over, a background thread imports them (and freezes what they built).
+warm_after(threading.current_thread())

@@ -10,15 +10,17 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-import altair as alt
 import numpy as np
-import pandas as pd
 import streamlit as st
 import torch
 
 from attention import experiments
 
+from .lazy import lazy
 from .state import url_before_figure
+
+alt = lazy("altair")  # imported at first use: the first page draws no Vega chart (ui/lazy.py)
+pd = lazy("pandas")
 
 
 def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: Any = None, **kw: Any) -> Any:

@@ -9,15 +9,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import pandas as pd
 import streamlit as st
 import torch
 
 from attention import Result
 
 from .heatmaps import ASSETS, heatmap, ignore_event
+from .lazy import lazy
 from .markup import explain, labels, plain
 from .state import STAGES, get, put
+
+pd = lazy("pandas")  # imported at first use, after the first page's heatmaps (ui/lazy.py)
 
 
 def _num(x: float) -> str:

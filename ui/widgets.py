@@ -16,14 +16,16 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from attention import masks
 from attention.config import SETTINGS
 
+from .lazy import lazy
 from .markup import labels, plain
 from .state import B_SIDE, MAX_CHARS, PARAMS, SPLIT_DERIVED, allowed, ensure_frame, get, page_defaults, put
+
+pd = lazy("pandas")  # imported at first use: the mask editor's table (ui/lazy.py)
 
 
 def _copy(name: str) -> None:

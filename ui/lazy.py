@@ -1,0 +1,63 @@
+"""Heavy modules imported when first used instead of at `import ui`, and warmed once the first page is drawn.
+
+The first visitor of a fresh server waits for `import ui`: the first page draws its heatmaps with torch alone,
+so pandas (tables) and altair (other pages' charts) are imported on first use (`pd = lazy("pandas")`: the
+module is imported at its first attribute read). Then `warm_after` imports them in a background thread once the
+script run that imported `ui` has finished, so the next page does not wait for them either, and freezes what
+they built (see the gc.freeze() in ui/__init__.py).
+benchmarks/bench_startup.py measures the effect (time from `streamlit run` to the first chart drawn).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import threading
+from typing import Any
+
+# Imported by the pages after the first chart, or by other pages: tables (pandas, and pyarrow under st.dataframe)
+# and the Vega-Lite charts (altair).
+WARM = ("pandas", "pyarrow", "altair")
+
+
+class LazyModule:
+    """Stands for a module that is imported at the first attribute read (thread-safe: Python's import lock)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"
+
+
+def lazy(name: str) -> Any:
+    return LazyModule(name)
+
+
+def warm(names: tuple[str, ...] = WARM) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional module: the page that needs it says so
+            pass
+
+
+_started = threading.Event()
+
+
+def warm_after(thread: threading.Thread) -> None:
+    """Import WARM in a daemon thread once `thread` (the script run that imported ui) has finished; once a
+    process."""
+    if _started.is_set() or thread is threading.main_thread():  # not a Streamlit script run (a test, a shell)
+        return
+    _started.set()
+
+    def run() -> None:
+        thread.join()
+        warm()
+        gc.freeze()  # as ui/__init__.py does after its own imports: out of every collection after a rerun
+
+    threading.Thread(target=run, name="ui-warm-imports", daemon=True).start()
