@@ -31,9 +31,10 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention import interpret, kv_memory, presets
 from attention.config import MAX_TOKENS, SETTINGS
-from attention.models import tiny
+from attention.models import smollm2, tiny
 from attention.params import Param
 
+CHAT_PREFIX = "chat_"  # Inside a chat model's settings in the URL: chat_layer, chat_head, ...
 TRAIN_PREFIX = "train_"  # Watch it learn's settings in the URL: train_layers, train_seed, ...
 MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
 STAGES = ("Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context")  # step mode
@@ -116,6 +117,10 @@ PARAMS["b_seed"] = Control("int", 124, 0, 9999, label=PARAMS["seed"].label, help
 # Watch it learn: the tiny model's training settings (attention/models/tiny.py) under a train_ prefix (its heads,
 # seed and d_model are not the attention Config's)
 PARAMS.update({TRAIN_PREFIX + n: _control(n, p) for n, p in tiny.SETTINGS.items()})
+# Inside a chat model: SmolLM2's page settings (attention/models/smollm2.py) under a chat_ prefix (its layer and head
+# count 30 and 9, not the MiniLM page's 6 and 12)
+PARAMS.update({CHAT_PREFIX + n: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help)
+               for n, p in smollm2.SETTINGS.items()})  # fmt: skip
 
 # URL keys of links written before the URL used the Config's field names: read, then written under the new name
 RENAMED = {"layout": "head_layout", "cross": "cross_sentence", "cmask": "custom_mask"}
@@ -247,7 +252,8 @@ def _linkable(name: str, raw: str) -> bool:
 # the browser's headers and cookies, and fits the 8 KiB request line of common proxies (nginx, Apache).
 URL_MAX = 8_000
 # Parameters that can be long, left out of a link (the longest first) until it fits, and their words.
-LONG_PARAMS = {"sentence": "the sentence", "cross_sentence": "the key/value sentence", "custom_mask": "the custom mask"}
+LONG_PARAMS = {"sentence": "the sentence", "cross_sentence": "the key/value sentence", "custom_mask": "the custom mask",
+               "chat_prompt": "the prompt"}  # fmt: skip
 
 
 # Never in a link: presenter mode is the presenter's screen, not the view (a student who opens the presenter's link

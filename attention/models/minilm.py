@@ -205,6 +205,7 @@ def _cut(model: Model, sentence: str) -> tuple[str, bool]:
         if pieces and pieces[-1][1][1] == n and pieces[-1][1][1] - pieces[-1][1][0] >= LONG_WORD:
             gap = _WORD_END.search(sentence, n)
             sentence = prefix + (sentence[gap.start() :] if gap else "")
+            n *= 2
             continue
         if pieces:
             e = model.tokenizer.encode(prefix)

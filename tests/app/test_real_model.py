@@ -6,6 +6,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import charts as chart_reader
@@ -159,3 +161,115 @@ def test_other_pages_never_import_the_models_readers() -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --------------------------------------------------------------------------- one model run per sentence, shared
+
+
+def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_again(monkeypatch) -> None:
+    from ui import model as real
+
+    sentence = "Four visitors ask for this one sentence at the same moment."
+    reads, started = [], threading.Event()
+    read = pretrained.read
+
+    def slow_read(*args, **kwargs):
+        reads.append(args[1])
+        started.set()
+        time.sleep(0.5)  # the others ask while this one is being made
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(pretrained, "read", slow_read)
+    got: list = []
+    threads = [threading.Thread(target=lambda: got.append(real.run(sentence)[1])) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert reads == [sentence] and len(got) == 4 and all(r is got[0] for r in got)
+    monkeypatch.setattr(pretrained, "read", lambda *a, **k: pytest.fail("the model ran again"))
+    monkeypatch.setattr(pretrained, "forward", lambda *a, **k: pytest.fail("the model ran again"))
+    reading = real.run(sentence)[1]
+    result = real.head_result(reading, 2, 7)
+    full = read(pretrained.load(), sentence, weights_upto=512)
+    torch.testing.assert_close(result.weights[0], full.weights[2, 7], atol=1e-6, rtol=0)
+    assert real.head_result(reading, 2, 7) is result
+
+
+def test_a_stopped_maker_leaves_the_run_to_a_session_waiting_for_it() -> None:
+    from ui.model import _Shared
+
+    shared = _Shared(10, lambda v: 1)
+    entered, go = threading.Event(), threading.Event()
+
+    class Stopped(BaseException):  # as Streamlit's StopException: not an error of the input
+        pass
+
+    def stopped():
+        entered.set()
+        go.wait(10)
+        raise Stopped
+
+    def first():
+        with pytest.raises(Stopped):
+            shared.get("k", stopped)
+
+    t = threading.Thread(target=first)
+    t.start()
+    entered.wait(10)
+    waiter: list = []
+    w = threading.Thread(target=lambda: waiter.append(shared.get("k", lambda: "made by the waiter")))
+    w.start()
+    time.sleep(0.2)
+    go.set()
+    t.join(10)
+    w.join(10)
+    assert waiter == ["made by the waiter"] and shared.made == 1
+
+
+def test_an_input_error_reaches_every_waiter_and_is_not_kept() -> None:
+    from ui.model import _Shared
+
+    shared = _Shared(10, lambda v: 1)
+    with pytest.raises(ValueError, match="empty"):
+        shared.get("k", lambda: (_ for _ in ()).throw(ValueError("empty")))
+    assert shared.get("k", lambda: 5) == 5 and shared.made == 1
+
+
+def test_kept_readings_are_bounded_by_bytes_the_newest_always_kept() -> None:
+    from ui.model import _Shared
+
+    shared = _Shared(100, lambda v: v)
+    for size in (40, 40, 30, 250):
+        shared.get(f"k{size}-{len(shared.kept)}", lambda s=size: s)
+    assert list(shared.kept.values()) == [250]
+    shared.get("a", lambda: 60)
+    shared.get("b", lambda: 30)
+    assert list(shared.kept.values()) == [60, 30]
+
+
+def test_a_reading_is_what_forward_gives_without_the_weights_of_a_long_sentence() -> None:
+    model = pretrained.load()
+    sentence = "It was the animal that was too tired to cross the street. " * 12
+    full = pretrained.forward(model, sentence)
+    reading = pretrained.read(model, sentence)
+    assert len(reading.tokens) > 64 and reading.weights is None
+    assert torch.equal(reading.hidden_states, full.hidden_states)
+    torch.testing.assert_close(reading.rollout, interpret.rollout(full.weights).rollout, atol=1e-6, rtol=1e-5)
+    for name, values in pretrained.head_scores(full).scores().items():
+        torch.testing.assert_close(reading.scores.scores()[name], values, atol=1e-7, rtol=1e-6)
+    whole = sum(v.nbytes for v in vars(full).values() if isinstance(v, torch.Tensor))
+    assert reading.nbytes == pretrained.reading_bytes(len(reading.tokens)) < whole / 4
+    norms = pretrained.norm_based(model, reading, 4, head=3)
+    torch.testing.assert_close(norms.norms[0], pretrained.norm_based(model, full, 4).norms[3], atol=1e-6, rtol=0)
+
+
+def test_a_long_text_is_tokenized_only_as_far_as_the_model_reads() -> None:
+    model = pretrained.load()
+    words = ["the", "naïve", "animal's", "street,", "東京", "x" * 150, "(tired)"]
+    text = " ".join(words[i % len(words)] for i in range(1500))
+    whole = model.tokenizer.encode(text)
+    e = pretrained.encode(model, text)
+    assert e.ids == tuple(whole.ids) and e.truncated and len(e.ids) == pretrained.MAX_TOKENS
+    huge = pretrained.encode(model, "a" * (8 << 20) + " cat")  # one 8 MiB word: one [UNK], the rest dropped
+    assert huge.tokens == ("[CLS]", "[UNK]", "cat", "[SEP]") and not huge.truncated
