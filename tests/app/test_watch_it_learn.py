@@ -131,3 +131,27 @@ def test_worker_processes_train_the_same_numbers() -> None:
         assert [s.to_dict() for s in job.snapshots] == [s.to_dict() for s in tiny.train(settings).snapshots]
     finally:
         service.shutdown()
+
+
+def test_a_link_opens_its_setting_and_the_page_writes_it_back(in_thread: training.Service) -> None:
+    at = open_page("watch_it_learn", train_layers="1", train_seed="3", **SMALL)
+    at.button(key="tr:play").click().run()
+    job = in_thread.get(tiny.Settings(layers=1, seed=3, steps=50, every=25))
+    assert job is not None
+    wait(job)
+    at.run()
+    assert at.query_params["train_layers"] == "1" and at.query_params["train_seed"] == "3"
+    assert "train_heads" not in at.query_params  # defaults stay out of the link
+
+
+def test_a_nan_loss_stops_the_run_and_the_page_says_so(
+    in_thread: training.Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = tiny.losses
+    monkeypatch.setattr(tiny, "losses", lambda f, s: (real(f, s)[0] * float("nan"), real(f, s)[1]))
+    at = open_page("watch_it_learn", **SMALL)
+    at.button(key="tr:play").click().run()
+    wait(in_thread.get(tiny.Settings(steps=50, every=25)))
+    at.run()
+    assert not at.exception
+    assert any(e.value.startswith("Stopped: the loss became nan at step 1") for e in at.error), at.error
