@@ -50,7 +50,7 @@ def test_heavy_visitors_three_at_a_time_under_a_real_690_mib_limit(tmp_path: Pat
     assert set(result["by_page"]) == set(PAGES) and all(p["visits"] == 2 for p in result["by_page"].values())
     asked = result["exports"]
     assert all(set(s["statuses"]) <= {"ok", "disabled"} for s in asked.values()), asked  # every download came
-    assert sum(s["statuses"].get("ok", 0) for s in asked.values()) >= 6  # each visitor got some
+    assert result["by_page"]["masks"]["downloads"] >= 2  # the Masks page's CSV of its shown matrix, each visit
     assert result["peak_anon_mb"] < soak.LIMIT_MB, result["memory_mb"]
     assert result["second_round_growth_mb"] < soak.GROWTH_MB, result["memory_mb"]
 
