@@ -61,8 +61,10 @@ def _band_spec(title: str, y_title: str, height: int) -> dict:
         # apart for every colour vision; the teal is mid-dark so that it reads on the light and the dark theme
         scale=alt.Scale(domain=list(SWEEP_SERIES), range=["#e66100", "#0a8494"]),
         # one entry a line: side by side, a third of a projector's 1024 px cut "scaled ÷ √d_k" to "s"
-        legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=0),
-    )
+        # opaque symbols: the band's 25% opacity made them dark blots on the dark theme
+        legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=0, symbolOpacity=1,
+                          symbolType="circle", symbolSize=120),
+    )  # fmt: skip
     base = alt.Chart(empty).encode(x=x, color=colour)
     band = base.mark_area(opacity=0.25).encode(y=alt.Y("lo:Q", title=y_title), y2="hi:Q")
     tooltip = [
@@ -101,9 +103,17 @@ def band_chart(
     chart(frame, spec, height=height + 130, key=key, container=container)
 
 
+def ink() -> str:
+    """The theme's text colour for marks Vega does not theme (the bars' values): Streamlit themes the axes and
+    legends only, and Vega's default black text is unreadable on the dark theme."""
+    dark = getattr(st.context.theme, "type", None) == "dark"
+    return "#fafafa" if dark else "#31333f"
+
+
 @functools.lru_cache(maxsize=32)
-def _bars_spec(title: str, height: int) -> dict:
-    """Vega-Lite spec of horizontal bars, one per row label (param rowLabels), blocked rows grey."""
+def _bars_spec(title: str, height: int, colour: str = "#31333f") -> dict:
+    """Vega-Lite spec of horizontal bars, one per row label (param rowLabels), blocked rows grey, values in the
+    theme's ink (colour)."""
     empty = pd.DataFrame({"i": [0], "value": [0.0], "blocked": [False]})
     base = alt.Chart(empty).transform_calculate(
         row="rowLabels[datum.i]", shown="datum.blocked ? '0 (masked)' : format(datum.value, '.3f')"
@@ -115,7 +125,7 @@ def _bars_spec(title: str, height: int) -> dict:
     bar = base.mark_bar().encode(
         color=alt.condition("datum.blocked", alt.value("#c8c8c8"), alt.value("#0a8494"))
     )  # fmt: skip
-    text = base.mark_text(align="left", dx=3, fontSize=10).encode(text="shown:N")
+    text = base.mark_text(align="left", dx=3, fontSize=10, color=colour).encode(text="shown:N")
     spec = alt.layer(bar, text).properties(title=title, height=height).to_dict()
     spec.pop("datasets", None)
     spec.pop("data", None)
@@ -140,7 +150,7 @@ def bars(values: torch.Tensor, rows: Sequence[str], *, title: str, key: str, blo
             "blocked": np.zeros(n, dtype=bool) if blocked is None else ~blocked.numpy(),
         }
     )
-    spec = dict(_bars_spec(title, height))
+    spec = dict(_bars_spec(title, height, ink()))
     spec["params"] = [{"name": "rowLabels", "value": list(rows)}]
     chart(frame, spec, height=height, key=key, container=container)
 

@@ -264,7 +264,7 @@ LINK_SKIP = frozenset({"present"})
 def _page_reads(final: bool) -> set[str]:
     """The parameters this page reads: this run's so far, and (before the run's end) its last full run's."""
     ss = st.session_state
-    ctx = get_script_run_ctx()
+    ctx = get_script_run_ctx()  # inside a page's run, its own script's hash
     page = ctx.pages_manager.current_page_script_hash if ctx is not None else ""
     reads = ss.setdefault("_page_reads", {})
     now = set(ss.get("_read", set()))
@@ -283,8 +283,9 @@ def sync_url(*, final: bool = True) -> None:
     final: the run is over, so what it read is all the page reads (before, its last full run's reads count too).
     """
     page = _page_reads(final)
-    shown = [n for n in PARAMS if n in page and n not in LINK_SKIP]
-    wanted = {n: _format(get(n)) for n in shown if get(n) != default(n)}
+    value = {n: st.session_state.get("p:" + n, PARAMS[n].default) for n in page if n in PARAMS}  # not get(): unread
+    wanted = {n: _format(v) for n, v in value.items() if n not in LINK_SKIP and v != default(n)}
+    wanted = dict(sorted(wanted.items(), key=lambda item: list(PARAMS).index(item[0])))  # in the declarations' order
     wanted = {n: v for n, v in wanted.items() if _linkable(n, v)}
     left_out = []
     longest_first = sorted((n for n in LONG_PARAMS if n in wanted), key=lambda n: -len(urllib.parse.quote(wanted[n])))
@@ -313,7 +314,11 @@ def ensure_frame() -> None:
     on its own: no page config, no navigation and no URL state. The flag below is what
     `st.navigation` itself sets; clearing it and rerunning runs dashboard.py, which opens the
     same page (its URL path is its file name) with the link's parameters.
+
+    Every page calls it first, so it also starts the page's set of parameters read (see `sync_url`): a page file run
+    without dashboard.py (AppTest's switch_page does that) starts it too.
     """
+    st.session_state["_read"] = set()
     if st.session_state.get("_state_ready"):
         return
     from streamlit.runtime.pages_manager import PagesManager

@@ -5,6 +5,7 @@ opens such a link on the real server).
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -103,3 +104,113 @@ def test_links_with_the_old_names_open_the_same_view_and_are_rewritten() -> None
     assert url["head_layout"] == "split" and url["cross_sentence"] == "and a short answer"
     assert url["custom_mask"] == old["cmask"]
     assert set(ui.state.RENAMED.values()) <= set(ui.PARAMS)  # every old name points at a parameter
+
+
+# --------------------------------------------------------------------------- every control of every page
+
+# Widgets that choose what a button downloads, not what the page shows: not part of the view, so not in its link.
+DOWNLOAD_PICKERS = re.compile(r"^\w+:dl:which$")
+WIDGETS = ("slider", "selectbox", "toggle", "text_area", "radio", "button_group", "checkbox", "number_input")
+SENTENCE = "one two three four five six seven"
+
+
+def dashboard_pages() -> list[str]:
+    import dashboard
+
+    return [path for pages in dashboard.PAGES.values() for path, _, _ in pages]
+
+
+def controls(at: AppTest) -> dict[str, object]:
+    """Every input widget on the page (sidebar included) by key, with its value."""
+    return {w.key: w.value for kind in WIDGETS for w in at.get(kind)}
+
+
+def open_page(path: str, params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=120)
+    for name, value in (params or {}).items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(path)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def change(widget) -> None:
+    """Set a widget to a value other than its own (the next option, one step up or down, the other state)."""
+    kind = type(widget).__name__
+    if kind == "Slider":
+        step = widget.step or 1
+        widget.set_value(widget.value + step if widget.value + step <= widget.max else widget.value - step)
+    elif kind == "Selectbox":
+        widget.select_index((widget.index + 1) % len(widget.options))
+    elif kind in ("Radio", "ButtonGroup"):  # their options are shown formatted: step through the parameter's choices
+        choices = list(ui.PARAMS[widget.key.removeprefix("w:")].choices)
+        widget.set_value(choices[(choices.index(widget.value) + 1) % len(choices)])
+    elif kind == "Toggle":
+        widget.set_value(not widget.value)
+    elif kind == "TextArea":
+        widget.set_value(SENTENCE)
+    else:
+        raise AssertionError(f"no way to change a {kind} ({widget.key})")
+
+
+@pytest.mark.parametrize("path", dashboard_pages())
+def test_every_control_of_every_page_is_in_its_link(path: str) -> None:
+    """The README's promise: a copied link reopens the view. Every control a page shows is a parameter (keyed
+    w:NAME), changing it writes NAME into the link, and the link opened afresh shows every control as it was."""
+    at = open_page(path)
+    before = controls(at)
+    keys = [k for k in before if not DOWNLOAD_PICKERS.match(k)]
+    assert all(k.startswith("w:") and k[2:] in ui.PARAMS for k in keys), [k for k in keys if not k.startswith("w:")]
+    changed = [k for k in keys if k != "w:present" and k not in ("w:sentence", "w:cross_sentence")]
+    for key in changed:
+        widget = next((w for kind in WIDGETS for w in at.get(kind) if w.key == key), None)
+        if widget is None:  # gone with another control's change (a head picker after heads went to 1)
+            continue
+        change(widget)
+        at.run()
+    after = {k: v for k, v in controls(at).items() if not DOWNLOAD_PICKERS.match(k)}
+    moved = {k for k in changed if k in after and after[k] != before[k]}
+    assert len(moved) >= len(changed) // 2, (changed, after)  # most controls really moved
+    link = written(at)
+    assert "present" not in link
+    own = at.session_state["_page_defaults"]  # the page's own defaults stay out of its link
+    for key in moved:
+        name = key[2:]
+        if own.get(name, ui.PARAMS[name].default) != at.session_state["p:" + name]:
+            assert name in link, (name, link)
+    reopened = open_page(path, link)
+    again = {k: v for k, v in controls(reopened).items() if not DOWNLOAD_PICKERS.match(k)}
+    assert again == after, {
+        k: (after.get(k), again.get(k)) for k in set(after) | set(again) if after.get(k) != again.get(k)
+    }
+
+
+def shuffled(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if "**Shuffled:**" in m.value)
+
+
+def test_the_position_pages_shuffle_is_in_its_link() -> None:
+    at = open_page("pages/position.py")
+    first = shuffled(at)
+    at.button(key="pos:shuffle").click().run()
+    assert written(at).get("shuffle") == "1"
+    assert shuffled(at) != first
+    assert shuffled(open_page("pages/position.py", written(at))) == shuffled(at)
+
+
+def test_a_link_carries_its_own_pages_settings_and_never_presenter_mode() -> None:
+    """Compare's side B and the KV cache's step stay on their pages; present=true opens presenter mode but no page
+    writes it, so a student who opens the presenter's link gets the ordinary page."""
+    at = open_page("pages/compare.py", {"present": "true", "decode_step": "2"})
+    at.slider(key="w:b_heads").set_value(4).run()
+    assert written(at).get("b_heads") == "4" and "present" not in written(at)
+    assert at.session_state["p:present"] is True  # still presenting
+    at.switch_page("pages/masks.py")
+    at.run()
+    link = written(at)
+    assert "b_heads" not in link and "decode_step" not in link and "present" not in link, link
+    at.switch_page("pages/kv_cache.py")
+    at.run()
+    assert written(at).get("decode_step") == "2"  # back on its own page, in its link again

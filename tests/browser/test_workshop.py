@@ -242,3 +242,30 @@ def test_figures_download_as_png_and_svg_with_their_titles(browser, app_url, dow
         assert not errors, errors
     finally:
         context.close()
+
+
+LUMINANCE = """(css) => {
+  const [r, g, b] = css.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number).map(v => {
+    v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}"""
+
+
+def test_dark_theme_bar_values_and_legend_symbols_are_readable(browser, app_url):
+    context = browser.new_context(viewport=PROJECTOR, color_scheme="dark")
+    try:
+        page = context.new_page()
+        open_page(page, app_url, "soft_lookup")
+        wait_for_charts(page)
+        values = page.locator(".vega-embed svg .role-mark.mark-text text").evaluate_all(
+            f"els => els.map(e => ({LUMINANCE})(getComputedStyle(e).fill))"
+        )
+        assert values and min(values) > 0.6, values  # light numbers beside the bars, on the dark page
+        open_page(page, app_url, "scaling")
+        wait_for_charts(page)
+        symbols = page.locator(".vega-embed svg .role-legend-symbol path").evaluate_all(
+            "els => els.map(e => [+getComputedStyle(e).opacity, +getComputedStyle(e).fillOpacity])"
+        )
+        assert symbols and all(o == 1 and f == 1 for o, f in symbols), symbols  # not 25% blots on black
+    finally:
+        context.close()
