@@ -46,7 +46,7 @@ OVERFLOW = "the numbers overflow float32 (inputs or weights too large): scale th
 OUT_OF_MEMORY = "not enough memory for these sizes: try fewer tokens or heads, or smaller d_model, d_k or d_v"
 
 
-MODELS = ("minilm",)  # all-MiniLM-L6-v2 (attention.pretrained)
+MODELS = ("minilm", "smollm2")  # all-MiniLM-L6-v2 (attention.pretrained); smollm2: attention.models.smollm2_cli
 MODEL_VIEW = (3, 1)  # the layer and head --model shows by default: the Real model page's opening view
 
 
@@ -88,7 +88,8 @@ def parser() -> argparse.ArgumentParser:
         "and print its snapshots; its own flags: python -m attention --train induction --help",
     )
     real = p.add_argument_group("a pretrained model's head (not Config settings)").add_argument
-    real("--model", choices=tuple(MODELS), help="one head of all-MiniLM-L6-v2 on --sentence, instead of a toy")
+    real("--model", choices=tuple(MODELS), help="one head of all-MiniLM-L6-v2 on --sentence, instead of a toy; "
+         "smollm2: SmolLM2-135M-Instruct (its own flags: python -m attention --model smollm2 --help)")  # fmt: skip
     real("--layer", type=int, metavar="N", help=f"with --model: the layer, from 0 (default {MODEL_VIEW[0]})")
     real("--head", type=int, metavar="N", help=f"with --model: the head, from 0 (default {MODEL_VIEW[1]})")
     add = p.add_argument_group("config (defaults: the Raschka tutorial)").add_argument
@@ -552,6 +553,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .models import tiny_cli
 
         return tiny_cli.main(argv)
+    if "--model=smollm2" in argv or any(
+        a == "--model" and b == "smollm2" for a, b in zip(argv, argv[1:], strict=False)
+    ):
+        from .models import smollm2_cli  # the chat model: flags of its own (--generate, --temperature)
+
+        return smollm2_cli.main(argv)
     try:
         args = parser().parse_args(argv)
     except UsageError as exc:

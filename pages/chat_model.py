@@ -29,11 +29,13 @@ chat.token_chips(prompt.tokens)
 st.caption(f"{len(prompt.ids)} tokens; ␣ marks a leading space, which belongs to the token after it.")
 
 st.subheader("The next token")
-c = st.columns(3)
+c = st.columns(2)
 temperature = float(ui.slider(chat.PREFIX + "temperature", container=c[0], step=0.05))
-top_k = int(ui.slider(chat.PREFIX + "top_k", container=c[1]))
+top_k = int(ui.slider(chat.PREFIX + "top_k", container=c[0]))
 probabilities = S.next_token_probabilities(run.logits[-1], temperature, top_k)
-c[2].dataframe(chat.top_frame(model, probabilities, min(top_k, 10)), hide_index=True, height=250)
+c[1].dataframe(chat.top_frame(model, probabilities, min(top_k, 10)), hide_index=True, height=250)
+c[0].caption("The model's probabilities for the token after the prompt: softmax(logits / temperature) over the "
+             "top-k.")  # fmt: skip
 
 n = int(chat.p("generate"))
 steps = chat.generated(prompt.ids, n, temperature, top_k)
