@@ -44,6 +44,18 @@ WEIGHT_FIELDS = tuple(name for name, s in SETTINGS.items() if s.when == ("init",
 MAX_INPUT_BYTES = MAX_TOKENS * MAX_DIM * 32
 OVERFLOW = "the numbers overflow float32 (inputs or weights too large): scale them down"
 OUT_OF_MEMORY = "not enough memory for these sizes: try fewer tokens or heads, or smaller d_model, d_k or d_v"
+# Sizes checked before any work, so that no input costs more than about a gigabyte or a few seconds to refuse.
+# JSON parsed into Python costs ~32 bytes a number and ~60 a list, whatever the file's size says: a file is
+# counted (its commas and brackets) before it is parsed. The largest input matrix (MAX_TOKENS x MAX_DIM) is the
+# most numbers one file may hold; a batch holds at most MAX_BATCH sequences (each one compute and one write).
+MAX_NUMBERS = MAX_TOKENS * MAX_DIM  # 2,097,152: 512 x 4096
+MAX_BATCH = 1024
+MAX_LISTS = MAX_BATCH * (MAX_TOKENS + 1) + 1  # rows and sequences of the largest batch of the longest sequences
+# --block-size keeps every tile's state (its scores, m, l and output so far) to show them: at most TILE_BYTES of
+# them, and MAX_TILES tiles (each a line of output), with TILE_OVERHEAD bytes of Python objects each.
+TILE_BYTES = 256 << 20
+MAX_TILES = 1 << 14
+TILE_OVERHEAD = 2048
 
 
 MODELS = ("minilm", "smollm2")  # all-MiniLM-L6-v2 (attention.pretrained); smollm2: attention.models.smollm2_cli
@@ -168,8 +180,16 @@ def read_text(path: str, flag: str) -> str:
 
 
 def read_json(path: str, flag: str) -> Any:
-    """The JSON value in a file; NaN and Infinity literals are refused."""
+    """The JSON value in a file; NaN and Infinity literals are refused, and so is a file of more numbers or lists
+    than any input may hold (counted before it is parsed: parsing costs ~32 bytes a number)."""
     text = read_text(path, flag)
+    numbers, lists = text.count(",") + 1, text.count("[")
+    if numbers > MAX_NUMBERS:
+        raise UsageError(f"{flag}: {path!r} holds about {numbers:,} numbers; an input may hold at most "
+                         f"{MAX_NUMBERS:,} ({MAX_TOKENS} x {MAX_DIM})")  # fmt: skip
+    if lists > MAX_LISTS:
+        raise UsageError(f"{flag}: {path!r} holds {lists:,} lists (rows); an input may hold at most {MAX_LISTS:,} "
+                         f"(a batch of {MAX_BATCH} sequences of {MAX_TOKENS} rows)")  # fmt: skip
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
@@ -184,7 +204,10 @@ def read_matrix(path: str, flag: str) -> list[list[float]]:
 
 
 def read_matrix_rows(value: list[list[Any]], path: str, flag: str) -> list[list[float]]:
-    """The rows, checked: all as long as the first, each entry a number that fits a float32."""
+    """The rows, checked: all as long as the first, each entry a number that fits a float32. A matrix that torch
+    reads as one and whose numbers all fit is checked at once; any other is walked to say where it is wrong."""
+    if _fits(value):
+        return value
     for i, row in enumerate(value):
         if len(row) != len(value[0]):
             sizes = f"row 1 has {len(value[0])} numbers, row {i + 1} has {len(row)}"
@@ -196,6 +219,18 @@ def read_matrix_rows(value: list[list[Any]], path: str, flag: str) -> list[list[
                 shown = str(x) if len(str(x)) <= 12 else str(x)[:9] + "..."
                 raise UsageError(f"{flag}: {shown} in row {i + 1} does not fit a float32 (at most {FLOAT32_MAX:.3g})")
     return value
+
+
+def _fits(value: list[list[Any]]) -> bool:
+    """Whether the rows are a rectangular matrix of numbers (no true/false) that all fit a float32, checked in torch
+    (a second a million numbers faster than walking them)."""
+    try:
+        t = torch.tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        return False
+    if t.dim() != 2 or not bool(torch.isfinite(t).all() and t.abs().max() <= FLOAT32_MAX):
+        return False
+    return not any(type(x) is bool for row in value for x in row)  # torch reads true as 1
 
 
 def read_mask(path: str, flag: str = "--custom-mask") -> list[list[bool]]:
@@ -255,6 +290,9 @@ def read_inputs(path: str, flag: str) -> list:
     if not (isinstance(value, list) and value and isinstance(value[0], list) and value[0]
             and isinstance(value[0][0], list)):  # fmt: skip
         return _matrix_value(value, path, flag)
+    if len(value) > MAX_BATCH:
+        raise UsageError(f"{flag}: {path!r} holds a batch of {len(value):,} sequences; at most {MAX_BATCH} are "
+                         "computed at once: split the file")  # fmt: skip
     for b, sequence in enumerate(value):
         if not isinstance(sequence, list) or not sequence or not all(isinstance(r, list) and r for r in sequence):
             raise UsageError(f"{flag}: sequence {b + 1} of the batch in {path!r} is not a matrix (a list of rows)")
@@ -349,9 +387,11 @@ def _batch(inputs: list | None, key_inputs: list | None) -> Batch | None:
     return x, torch.tensor(key_inputs, dtype=torch.float32)  # (B, T_k, d_kv)
 
 
-def model_result(args: argparse.Namespace) -> Result:
+def model_result(args: argparse.Namespace, script: bool = False) -> Result | Config:
     """--model: compute(head_config(...)) of the chosen layer and head on --sentence, labelled with the model's
-    subword tokens. Another Config flag, --preset, or a layer or head out of range is a UsageError."""
+    subword tokens (with script, the head's config alone). Another Config flag, --preset, or a layer or head out
+    of range is a UsageError. The model reads at most its 512 tokens: only the start of a long text is tokenized,
+    and of the run only the hidden states are kept (a `Reading`)."""
     if args.preset:
         raise UsageError("--model runs a pretrained model's head; --preset picks a toy tutorial: leave one out")
     given = [flag(name) for name in SETTINGS if name != "sentence" and getattr(args, name) is not None]
@@ -369,7 +409,9 @@ def model_result(args: argparse.Namespace) -> Result:
     if not 0 <= head < model.heads:
         raise UsageError(f"--head must be a head of the model, 0 to {model.heads - 1}, got {head}")
     args.layer, args.head = layer, head  # for the table's first line
-    run = pretrained.forward(model, pretrained.DEFAULT_SENTENCE if args.sentence is None else args.sentence)
+    run = pretrained.read(model, pretrained.DEFAULT_SENTENCE if args.sentence is None else args.sentence, 0)
+    if script:
+        return pretrained.head_config(model, run, layer, head)
     return pretrained.head_result(model, run, layer, head)
 
 
@@ -490,12 +532,32 @@ def write_decode(result: Result, fmt: str) -> None:
             sys.stdout.write(head + "weights " + " ".join(f"{w:.4f}" for w in s.weights[h].tolist()) + "\n")
 
 
+def _tiles(t_q: int, t_k: int, block_size: int) -> int:
+    return math.ceil(t_q / block_size) * math.ceil(t_k / block_size)
+
+
+def tile_bytes(t_q: int, t_k: int, heads: int, d_v: int, block_size: int) -> int:
+    """What --block-size keeps of every tile (attention.flash.Tile): the allowed mask, the scores, m, l and the
+    output so far, and the Python objects around them."""
+    per_tile = 4 * heads * (block_size * block_size + 2 * block_size + block_size * d_v) + block_size**2
+    return _tiles(t_q, t_k, block_size) * (per_tile + TILE_OVERHEAD)
+
+
 def write_tiled(result: Result, block_size: int, fmt: str) -> None:
     """--block-size B: FlashAttention's tiles (attention.flash) over the computed queries, keys and values."""
     from . import flash
 
     if not 1 <= block_size <= len(result.key_tokens):
         raise UsageError(f"--block-size must be from 1 to the {len(result.key_tokens)} keys, got {block_size}")
+    t_q, t_k, d_v = len(result.tokens), len(result.key_tokens), result.values.shape[-1]
+    if tile_bytes(t_q, t_k, result.heads, d_v, block_size) > TILE_BYTES or _tiles(t_q, t_k, block_size) > MAX_TILES:
+        least = next(b for b in range(block_size, t_k + 1) if tile_bytes(t_q, t_k, result.heads, d_v, b) <= TILE_BYTES
+                     and _tiles(t_q, t_k, b) <= MAX_TILES)  # fmt: skip
+        raise UsageError(
+            f"--block-size {block_size} makes {_tiles(t_q, t_k, block_size):,} tiles of {result.heads} head(s), "
+            f"{tile_bytes(t_q, t_k, result.heads, d_v, block_size) / 2**20:,.0f} MiB to keep every tile's state "
+            f"(at most {MAX_TILES:,} tiles, {TILE_BYTES >> 20} MiB): give --block-size {least} or more"
+        )
     tiled = flash.tiled_attention(result.queries, result.keys, result.values, scale=result.scale, mask=result.mask,
                                   block_size=block_size)  # fmt: skip
     ordinary = flash.ordinary_attention(result.queries, result.keys, result.values, scale=result.scale,
@@ -547,7 +609,25 @@ def _finite(result: Result) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line on argv (sys.argv[1:] when None); returns the exit status: 0, or 2 for bad input."""
+    """Run the command line on argv (sys.argv[1:] when None); returns the exit status: 0, or 2 for bad input.
+
+    Whatever a library raises for memory (MemoryError, torch's "can't allocate memory") or tokenizers raises
+    from its Rust side (a PanicException, not an Exception) is one line with status 2 too, never a traceback."""
+    try:
+        return _main(argv)
+    except MemoryError:
+        return fail(OUT_OF_MEMORY)
+    except RuntimeError as exc:
+        return fail(OUT_OF_MEMORY if "alloc" in str(exc) else f"cannot compute this config: {exc}")
+    except Exception as exc:  # noqa: BLE001  one line, whatever went wrong
+        return fail(f"{type(exc).__name__}: {exc}")
+    except BaseException as exc:
+        if type(exc).__name__ != "PanicException":  # KeyboardInterrupt, SystemExit: as they are
+            raise
+        return fail(f"the tokenizer failed: {exc}")
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a == "--train" or a.startswith("--train=") for a in argv):  # the tiny model's training: flags of its own
         from .models import tiny_cli
@@ -586,6 +666,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"{mode or '--format script'} works on one sequence, but --embeddings holds a batch "
                                  f"of {len(batch[0])}: give one (T, d) matrix")  # fmt: skip
             return write_batch(config, batch, args.format)
+        if args.format == "script":  # the script computes it: only its config is needed
+            config = model_result(args, script=True) if args.model else config
+            sys.stdout.write(export.script(config))
+            return 0
         result = model_result(args) if args.model else compute(config)
         config = result.config
         if args.decode:
@@ -597,7 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         return fail(OUT_OF_MEMORY)
     except RuntimeError as exc:  # e.g. sizes too large for this machine's memory
-        return fail(f"cannot compute this config: {exc}")
+        return fail(OUT_OF_MEMORY if "alloc" in str(exc) else f"cannot compute this config: {exc}")
     if not _finite(result):
         return fail(OVERFLOW)
     try:
