@@ -359,10 +359,14 @@ def soak(args: argparse.Namespace) -> dict:
             with concurrent.futures.ThreadPoolExecutor(args.at_once) as pool:
                 futures = [pool.submit(visit, port, p, link(p, n), args.matrices) for p, n in plan]
                 visits.append([])
-                for (p, n), future in zip(plan, futures, strict=True):
-                    visits[-1].append(future.result())
-                    resident = sampler.samples[-1][1] if sampler.samples else 0
-                    print(f"round {r + 1} visitor {n} ({p}): {resident:.0f} MB", file=sys.stderr, flush=True)
+                try:
+                    for (p, n), future in zip(plan, futures, strict=True):
+                        visits[-1].append(future.result())
+                        resident = sampler.samples[-1][1] if sampler.samples else 0
+                        print(f"round {r + 1} visitor {n} ({p}): {resident:.0f} MB", file=sys.stderr, flush=True)
+                except BaseException:  # stopped: the visitors not yet started never start
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
             if server.poll() is not None:
                 break
             sampler.phase = f"after round {r + 1}"
