@@ -1,0 +1,122 @@
+"""The chat model's figures: load, a 64-token forward, one cached generation step at 64 tokens, a head switch
+without a new forward, and the server's memory with both models loaded and 20 fresh sessions on the page under a
+real memory limit.
+
+    python benchmarks/bench_chat.py                      # the timings (one torch thread, as the server runs)
+    python benchmarks/bench_chat.py --server --limit-mib 690   # + the server in a cgroup v1 memory group (root)
+
+Timings are medians over --repeats runs, in this process, on one intra-op thread (deploy/replica.sh and the
+Dockerfile set OMP_NUM_THREADS=1). The server part starts `streamlit run dashboard.py` inside the cgroup, opens the
+Real model page once (MiniLM read) and then 20 fresh websocket sessions on "Inside a chat model": 10 on the
+default prompt (one shared run) and 10 each with a prompt of its own (each its own run, in the bounded caches),
+sampling the server's resident and anonymous memory after each, and the cgroup's peak usage and failcnt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from attention.models import smollm2 as S  # noqa: E402
+
+TEXT = (
+    "In 1887, the Transylvanian cartographers' guild re-surveyed every mountain pass twice, because its first "
+    "measurements, taken during an unusually foggy autumn, disagreed with the Habsburg military maps by nearly three "
+    "kilometres, and the emperor's engineers refused to build a single road until the two surveys agreed."
+)
+
+
+def median_s(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def timings(repeats: int) -> None:
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    model = S.load()
+    load_s = time.perf_counter() - t0
+    ids = S.encode(model, TEXT, 64)[0]
+    assert len(ids) == 64, len(ids)
+    forward = median_s(lambda: S.run_ids(model, ids), repeats)
+    prefix = S.run_ids(model, ids[:63], keep=False)
+    step = median_s(lambda: S.step(model, prefix, ids[63]), repeats)
+    run = S.run_ids(model, ids)
+    switch = median_s(lambda: S.head_result(model, run, 18, 4), repeats)
+    print(f"model: {S.NAME}, weights held {model.weight_bytes() / 1e6:.1f} MB (quantized, memory-mapped)")
+    print(f"load (SHA-256 of 98 MB + GGUF read + tokenizer), first use: {load_s:.2f} s")
+    print(f"forward over 64 tokens, every intermediate kept (median of {repeats}): {forward * 1000:.0f} ms")
+    print(f"one generation step reading a 63-token cache (median of {repeats}): {step * 1000:.0f} ms")
+    print(f"head switch, compute() of one head from the kept run (median of {repeats}): {switch * 1000:.1f} ms")
+
+
+def server(limit_mib: int | None, sessions: int) -> int:
+    import live_server
+    import load_test
+    from mem_real_model import cgroup, memory_mb, start_in
+
+    port = live_server.free_port()
+    group = None if limit_mib is None else cgroup(f"bench_chat_{os.getpid()}", limit_mib)
+    os.environ["OMP_NUM_THREADS"] = "1"  # as deploy/replica.sh runs a replica
+    proc = start_in(group, port)
+    peak = (0.0, 0.0)
+    failed = []
+    try:
+        for page, query in (("real_model", "head=1"), ("chat_model", "")):  # both models read, as on a used server
+            client = load_test.WsClient(port, query=query, page=page)
+            _, shown = client.rerun()
+            client.ws.close()
+            assert not shown["exception"], (page, shown)
+        warm = memory_mb(proc.pid)
+        print(f"both models loaded: {warm[0]:.0f} MB resident, {warm[1]:.0f} MB anonymous")
+        t0 = time.monotonic()
+        for i in range(sessions):
+            query = "" if i < sessions // 2 else urllib.parse.urlencode({"chat_prompt": f"{TEXT} Visitor {i} asks:"})
+            client = load_test.WsClient(port, query=query, page="chat_model")
+            seconds, shown = client.rerun()
+            client.ws.close()
+            if shown["exception"] or "Softmax weights (causal)" not in shown["charts"]:
+                failed.append(i)
+            now = memory_mb(proc.pid)
+            peak = (max(peak[0], now[0]), max(peak[1], now[1]))
+            print(f"session {i + 1}: {seconds:.1f} s, {now[0]:.0f} MB resident, {now[1]:.0f} MB anonymous")
+        alive = proc.poll() is None
+        print(f"{sessions} sessions in {time.monotonic() - t0:.0f} s; peak sampled {peak[0]:.0f} MB resident, "
+              f"{peak[1]:.0f} MB anonymous; failed sessions {failed}; server alive: {alive}")  # fmt: skip
+        if group is not None:
+            usage = int((group / "memory.max_usage_in_bytes").read_text()) / 2**20
+            fails = (group / "memory.failcnt").read_text().strip()
+            print(f"cgroup: limit {limit_mib} MiB, peak usage {usage:.0f} MiB (page cache included), failcnt {fails}")
+        return 0 if alive and not failed else 1
+    finally:
+        if proc.poll() is None:
+            live_server.stop(proc)
+        if group is not None:
+            group.rmdir()
+
+
+if __name__ == "__main__":
+    cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.add_argument("--repeats", type=int, default=5)
+    cli.add_argument("--server", action="store_true", help="also measure the server's memory with 20 sessions")
+    cli.add_argument("--sessions", type=int, default=20)
+    cli.add_argument("--limit-mib", type=int, help="run the server in a cgroup v1 memory group of this many MiB")
+    a = cli.parse_args()
+    timings(a.repeats)
+    sys.exit(server(a.limit_mib, a.sessions) if a.server else 0)
