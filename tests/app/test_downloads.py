@@ -156,27 +156,75 @@ def test_the_gzipped_json_is_the_json(tmp_path: Path) -> None:
     assert gzip.decompress(packed).decode() == export.to_json(compute(CONFIGS[1]))
 
 
-def test_a_heavy_export_never_waits_for_another() -> None:
+def test_a_heavy_export_waits_for_the_one_being_made(monkeypatch: pytest.MonkeyPatch) -> None:
     recipe = ui.exports._Recipe.of(CONFIGS[1])
     answers: dict[str, object] = {}
+    m, rows, cols = ui.matrix_of(compute(CONFIGS[1]), "omega", 0)
+    want = export.matrix_csv(m, rows, cols)
 
     def ask() -> None:
-        for what in ("omega", "json", "json.gz"):
-            answers[what] = ui.export_file(what, recipe, 0, heavy=True)
-        answers["light"] = ui.export_file("omega", recipe, 0)
+        answers["light"] = ui.export_file("omega", recipe, 0)  # a light one is made at once
+        answers["omega"] = ui.export_file("omega", recipe, 0, heavy=True)
 
     with ui.exports._EXPORT_LOCK:  # another heavy export is being made
         other = threading.Thread(target=ask)
         other.start()
-        other.join(timeout=30)
-        assert not other.is_alive()  # answered at once, without the lock
-    assert answers["omega"] == ui.exports.BUSY + "\n"
-    assert json.loads(answers["json"]) == {"busy": ui.exports.BUSY}
-    assert json.loads(gzip.decompress(answers["json.gz"])) == {"busy": ui.exports.BUSY}
-    m, rows, cols = ui.matrix_of(compute(CONFIGS[1]), "omega", 0)
-    assert answers["light"] == export.matrix_csv(m, rows, cols)  # a light one is made as usual
-    assert ui.export_file("omega", recipe, 0, heavy=True) == answers["light"]  # and the lock was given back
+        other.join(timeout=2)
+        assert other.is_alive() and answers == {"light": want}  # the heavy one waits
+    other.join(timeout=30)
+    assert answers["omega"] == want and not ui.exports._EXPORT_LOCK.locked()
+
+    monkeypatch.setattr(ui.exports, "EXPORT_WAIT_S", 0.2)  # a wait that runs out: the note, in each format
+    with ui.exports._EXPORT_LOCK:
+        late = {what: ui.export_file(what, recipe, 0, heavy=True) for what in ("omega", "json", "json.gz")}
+    assert late["omega"] == ui.exports.BUSY + "\n"
+    assert json.loads(late["json"]) == {"busy": ui.exports.BUSY}
+    assert json.loads(gzip.decompress(late["json.gz"])) == {"busy": ui.exports.BUSY}
     assert not ui.exports._EXPORT_LOCK.locked()
+
+
+def test_a_served_download_outlives_other_sessions_runs_for_keep_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.runtime.media_file_manager import MediaFileManager
+    from streamlit.runtime.media_file_storage import MediaFileKind
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    storage = MemoryMediaFileStorage("/media")
+    manager = MediaFileManager(storage)
+    assert ui.exports._keep(storage) and ui.exports._keep(storage)  # installed once, the same object
+    placeholder = manager.add_deferred(lambda: "a,b\n1,2\n", "text/csv", "coords", "x.csv")
+    url = manager.execute_deferred(placeholder)  # a click: the file is made, referenced by no session
+    file_id = url.rsplit("/", 1)[1].split(".")[0]
+    picture = manager.add(b"\x89PNG", "image/png", "coords2")  # an image: Streamlit's own rules
+    manager.clear_session_refs()
+    for _ in range(5):  # five script runs of other sessions end
+        manager.remove_orphaned_files()
+    assert storage.get_file(file_id).content == b"a,b\n1,2\n"  # Streamlit alone drops it after two
+    assert storage.get_file(file_id).kind == MediaFileKind.DOWNLOADABLE
+    with pytest.raises(Exception, match="Bad filename"):
+        storage.get_file(picture.rsplit("/", 1)[1].split(".")[0])
+    monkeypatch.setattr(ui.exports, "KEEP_S", 0.0)
+    storage.sweep()
+    with pytest.raises(Exception, match="Bad filename"):
+        storage.get_file(file_id)
+
+
+def test_kept_downloads_are_bounded_in_bytes_the_newest_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.runtime.media_file_manager import MediaFileManager
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    storage = MemoryMediaFileStorage("/media")
+    manager = MediaFileManager(storage)
+    ui.exports._keep(storage)
+    monkeypatch.setattr(ui.exports, "KEEP_BYTES", 2500)
+    ids = []
+    for i in range(3):
+        url = manager.execute_deferred(manager.add_deferred(lambda i=i: bytes([i]) * 1000, "x/y", f"c{i}", "f"))
+        ids.append(url.rsplit("/", 1)[1].split(".")[0])
+        manager.remove_orphaned_files()
+        manager.remove_orphaned_files()
+    assert list(storage._kept) == ids[1:]  # 3000 bytes kept would be over 2500: the oldest went
+    with pytest.raises(Exception, match="Bad filename"):
+        storage.get_file(ids[0])
 
 
 def test_too_big_is_not_offered_and_the_note_gives_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
