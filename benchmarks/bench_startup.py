@@ -1,6 +1,7 @@
 """What a person waits for after `streamlit run dashboard.py`: the server answering, then the first chart drawn.
 
     python benchmarks/bench_startup.py [--runs 5] [--pages] [--importtime] [--json out.json] [--root DIR ...]
+                                       [--server-python PY]
 
 Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as tests/live_server.py
 does) and times, from the moment the command is started: /_stcore/health answering "ok", and the first heatmap
@@ -13,6 +14,8 @@ busy with other work the wall times stretch, the CPU seconds much less. Medians 
              installed distributions its modules came from (the measure behind tests/test_lock.py's list).
 --importtime where the seconds of the first session go: `python -X importtime` of what the first page imports,
              the largest top-level packages by cumulative time.
+--server-python PY  run the servers with another environment's Python (`uv sync`'s .venv, the app's packages
+             only), this one driving Chromium.
 --root DIR   time another checkout (e.g. a clone at an older commit) with this one's Python; several roots are
              timed in turn, run by run, so that a machine busy with other work weighs on each alike.
 """
@@ -54,8 +57,11 @@ FIRST_CHART_JS = "() => document.querySelector('.al-heatmap[data-drawn]') !== nu
 APP = '[data-testid="stApp"]'
 
 
+SERVER_PYTHON = [sys.executable]  # --server-python: the servers in another environment (e.g. the lock's app only)
+
+
 def start(root: Path, port: int, log: Path, modules: Path | None = None) -> subprocess.Popen:
-    cmd = [sys.executable, "-c", WRAPPER, "dashboard.py", "--server.port", str(port)]
+    cmd = [SERVER_PYTHON[0], "-c", WRAPPER, "dashboard.py", "--server.port", str(port)]
     cmd += ["--server.address", live_server.LOOPBACK, "--server.headless", "true"]
     cmd += ["--browser.gatherUsageStats", "false"]
     env = {**os.environ, "PYTHONPATH": str(root)}
@@ -138,8 +144,11 @@ def main() -> None:
     parser.add_argument("--pages", action="store_true", help="open every page once after the last run")
     parser.add_argument("--importtime", action="store_true")
     parser.add_argument("--root", type=Path, nargs="+", default=[ROOT])
+    parser.add_argument("--server-python", help="the Python that runs the servers (default: this one)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.server_python:
+        SERVER_PYTHON[0] = args.server_python
     roots = [root.resolve() for root in args.root]
 
     from playwright.sync_api import sync_playwright
