@@ -208,8 +208,10 @@ def test_torch_has_a_wheel_for_python_3_12():
     assert wheel_for(installed("3.12")["torch"], "3.12")
 
 
-# The command that writes requirements.txt (the README's, and the header uv writes into the file).
-EXPORT = "export --format requirements-txt --no-dev --emit-index-url --frozen -o requirements.txt".split()
+# The command that writes requirements.txt (the header uv writes into the file names it):
+#   uv export --format requirements-txt --no-dev --emit-index-url --frozen | grep -v '^--index-url ' > requirements.txt
+# without the `--index-url https://pypi.org/simple` line, which would replace pip's own index (a mirror, say).
+EXPORT = "export --format requirements-txt --no-dev --emit-index-url --frozen".split()
 
 
 def requirement_blocks(text: str) -> dict[str, list[str]]:
@@ -234,6 +236,7 @@ def test_requirements_txt_is_the_hashed_export_of_the_app():
     unhashed = [pin for pin, lines in blocks.items() if not any("--hash=sha256:" in line for line in lines)]
     assert not unhashed, f"requirements without their hashes: {unhashed}"
     assert f"--extra-index-url {CPU_INDEX}" in text.splitlines()
+    assert not any(line.startswith("--index-url") for line in text.splitlines()), "it would replace pip's own index"
     assert "torch==2.13.0+cpu" in blocks
 
 
@@ -252,8 +255,8 @@ def test_the_lock_matches_pyproject():
 
 
 def test_requirements_txt_does_not_drift_from_the_lock():
-    done = run_uv(*EXPORT[:-2])
+    done = run_uv(*EXPORT)
     assert done.returncode == 0, done.stderr
-    exported = done.stdout.split("\n", 2)[2]  # past the header, which names the command
-    kept = (ROOT / "requirements.txt").read_text().split("\n", 2)[2]
-    assert exported == kept, f"requirements.txt is not `uv {' '.join(EXPORT)}`: run that command"
+    exported = [line for line in done.stdout.splitlines()[2:] if not line.startswith("--index-url ")]
+    kept = (ROOT / "requirements.txt").read_text().splitlines()[2:]  # past the header, which names the command
+    assert exported == kept, f"requirements.txt is not `uv {' '.join(EXPORT)}` (less --index-url): regenerate it"
