@@ -7,8 +7,6 @@ server names the same page both ways (see `ui.ensure_frame`).
 
 import streamlit as st
 
-import ui
-
 PAGES = {
     "Attention": [
         ("pages/self_attention.py", "Self-attention", ":material/visibility:"),
@@ -40,15 +38,24 @@ def run() -> None:
     # An emoji favicon is drawn in the browser; a :material/...: one is fetched from fonts.gstatic.com,
     # and the app must start with no network at all.
     st.set_page_config(page_title="Attention Lab", page_icon="🔎", layout="wide")
-    ui.init_state()
     first = PAGES["Attention"][0][0]
     nav = {
         section: [st.Page(path, title=title, icon=icon, default=path == first) for path, title, icon in pages]
         for section, pages in PAGES.items()
     }
     # presenter mode hides the sidebar: the pages go to the top bar, one menu a section, so a page is two clicks away
-    position = "top" if ui.get("present") else "sidebar"
-    st.navigation(nav, position=position, expanded=True).run()  # every page listed: collapsed hid the newest ones
+    # (read here before `ui` is imported: the session's value, else the link's, as ui.init_state reads it)
+    link = st.query_params.get("present", "").lower() in ("true", "1")
+    position = "top" if st.session_state.get("p:present", link) else "sidebar"
+    # the navigation before `import ui` (torch: seconds on a fresh server), so the sidebar never shows the pages/
+    # folder's file names while the app starts
+    # .streamlit/config.toml hides the navigation Streamlit would make from the pages/ folder; this one is shown
+    st.set_option("client.showSidebarNavigation", True)
+    page = st.navigation(nav, position=position, expanded=True)  # every page listed: collapsed hid the newest ones
+    import ui
+
+    ui.init_state()
+    page.run()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import gc
 import threading
 import time
 
+from . import _frame as _frame  # first: see ui/_frame.py
 from . import budget, charts, exports, heatmaps, lessons, markup, results, state, widgets
 from .charts import band_chart, bars, chart, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
@@ -163,7 +164,6 @@ def _return_freed_memory() -> None:
         pass
 
 
-_return_freed_memory()
 def finish() -> None:
     """Call last on every page: the state written back into the URL (`ui.state.finish`), then one button that
     downloads all the page's figures."""
@@ -171,6 +171,7 @@ def finish() -> None:
     heatmaps.figures_archive()
 
 
+_return_freed_memory()
 
 
 def _trim_heaps(every_s: float = 5.0) -> None:

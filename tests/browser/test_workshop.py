@@ -40,6 +40,34 @@ def press_until(page, key: str, stage: int) -> None:
     assert stage_sequence(page) == [stage], f"after {key}"
 
 
+# Every text the sidebar's navigation shows, from the first frame on (the page's first script, before Streamlit's).
+RECORD_NAV_JS = """
+window.alNavTexts = [];
+new MutationObserver(() => {
+  const nav = document.querySelector('[data-testid="stSidebarNav"]');
+  const text = nav ? nav.innerText : '';
+  if (text && window.alNavTexts[window.alNavTexts.length - 1] !== text) window.alNavTexts.push(text);
+}).observe(document, {childList: true, subtree: true, characterData: true});
+"""
+
+
+@pytest.mark.parametrize("path", ["", "masks"])
+def test_the_first_frames_of_a_fresh_server_show_the_apps_navigation(browser, app_url, path):
+    """The module's server is fresh for its first test: the sidebar never lists the pages/ folder's file names
+    (dashboard, self attention, ...) while the app starts, at / or at a deep link."""
+    context = browser.new_context(viewport=PROJECTOR)
+    try:
+        page = context.new_page()
+        page.add_init_script(RECORD_NAV_JS)
+        open_page(page, app_url, path, "seed=7")
+        wait_for_charts(page)
+        texts = page.evaluate("window.alNavTexts")
+        assert texts and "Self-attention" in texts[-1], texts
+        assert not [t for t in texts if "dashboard" in t.lower() or "self attention" in t.lower()], texts
+    finally:
+        context.close()
+
+
 def test_the_clicker_works_right_after_step_mode_is_switched_on_with_the_mouse(projector, app_url, page_errors):
     page = projector
     open_page(page, app_url, "self_attention")
