@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -331,6 +332,91 @@ def test_the_proxy_cuts_off_a_request_whose_headers_never_end(recipe: live_serve
         while chunk := conn.recv(4096):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+
+
+def podman(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["podman", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def require_compose_images() -> dict[str, str]:
+    """The environment for podman-compose, once podman, podman-compose and the two images (built by
+    deploy/container-build.sh) are found; skips without them, or fails when LAB_CONTAINERS=1 (.ci/run built them)."""
+    env = {**os.environ, "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF", str(ROOT / "deploy/containers.conf"))}
+    missing = [tool for tool in ("podman", "podman-compose") if not shutil.which(tool)]
+    if not missing:
+        images = ("localhost/attention-lab:latest", "localhost/attention-lab-haproxy:latest")
+        missing = [image for image in images if podman("image", "exists", image, env=env).returncode != 0]
+    if missing:
+        reason = f"no {', '.join(missing)}: `bash deploy/container-build.sh` builds the images (README, Containers)"
+        if os.environ.get("LAB_CONTAINERS") == "1":
+            pytest.fail(f"LAB_CONTAINERS=1 and the compose test cannot run: {reason}", pytrace=False)
+        pytest.skip(reason)
+    return env
+
+
+@pytest.mark.timeout(600)
+def test_the_compose_room_restarts_a_killed_replica_and_moves_the_learners_of_a_frozen_one() -> None:
+    # compose.yaml as written, with podman-compose: three non-root replicas with a memory limit behind HAProxy.
+    env = require_compose_images()
+    port = live_server.free_port()
+    env["LAB_PORT"] = str(port)
+    project = f"attention-lab-test-{port}"
+    proxy = f"http://{live_server.LOOPBACK}:{port}"
+    compose = ["podman-compose", "-p", project]
+    name = lambda service: f"{project}_{service}_1"  # noqa: E731  (podman-compose's container names)
+    pid = lambda service: int(podman("inspect", "-f", "{{.State.Pid}}", name(service), env=env).stdout.strip() or 0)  # noqa: E731
+    healthy = lambda service: podman("healthcheck", "run", name(service), env=env).returncode == 0  # noqa: E731
+    up = subprocess.run([*compose, "up", "-d"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+    try:
+        for service in ("s1", "s2", "s3"):
+            live_server.wait_for(f"{service} healthy", lambda s=service: healthy(s), 180)
+        live_server.wait_for("the proxy", lambda: live_server.health(proxy) == "ok", 60)
+        for service in ("s1", "s2", "s3"):
+            assert podman("exec", name(service), "id", "-u", env=env).stdout.strip() == "10001"  # not root
+        limit = podman("exec", name("s1"), "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes", env=env).stdout
+        limit = limit or podman("exec", name("s1"), "cat", "/sys/fs/cgroup/memory.max", env=env).stdout
+        assert int(limit) == 690 * 2**20
+
+        def learner(replica: str, seed: int) -> load_test.WsClient:
+            client = load_test.WsClient(base=proxy, session=load_test.make_sessions(1, seed=seed)[0],
+                                        cookies={"SRV": replica})  # fmt: skip
+            _, shown = client.rerun()
+            assert client.replica == replica and client.check(shown), client.session.failures
+            return client
+
+        # A replica's process killed (as the kernel does past its memory limit): the engine starts it again.
+        on_s2, old = learner("s2", 101), pid("s2")
+        os.kill(old, signal.SIGKILL)
+        assert closed(on_s2)
+        moved = reconnect(on_s2)
+        assert moved.replica in ("s1", "s3")
+        still_serves(moved)
+        moved.ws.close()
+        live_server.wait_for("s2 started again", lambda: pid("s2") not in (0, old), 120)
+        live_server.wait_for("s2 healthy again", lambda: healthy("s2"), 180)
+
+        def lands_on(replica: str, seed: int) -> bool:
+            try:
+                learner(replica, seed).ws.close()
+                return True
+            except AssertionError:  # the proxy has not marked it up yet: sent elsewhere
+                return False
+
+        live_server.wait_for("s2 back behind the proxy", lambda: lands_on("s2", 102), 60)
+        # A replica frozen (the cgroup freezer: alive, answering nothing): HAProxy closes its websockets.
+        on_s3 = learner("s3", 103)
+        assert podman("pause", name("s3"), env=env).returncode == 0
+        try:
+            assert closed(on_s3)
+            moved = reconnect(on_s3)
+            assert moved.replica in ("s1", "s2")
+            still_serves(moved)
+            moved.ws.close()
+        finally:
+            podman("unpause", name("s3"), env=env)
+    finally:
+        subprocess.run([*compose, "down"], cwd=ROOT, env=env, capture_output=True, timeout=300)
 
 
 def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
