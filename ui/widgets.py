@@ -130,9 +130,9 @@ def in_use(name: str) -> bool:
 TUTORIAL_WEIGHTS = {"init": "rand-transposed", "draws": "tutorial"}
 SCALED_WEIGHTS = {"init": "normal", "draws": "stable"}
 _INIT_WORDS = {
-    "normal": "scaled normal: zero-mean, scaled so that q·k/√d_k has unit variance on these embeddings",
-    "rand-transposed": "torch.rand, as Self-Attention from Scratch draws them (all positive)",
-    "rand": "torch.rand (all positive)",
+    "normal": "scaled normal (zero-mean; q·k/√d_k of unit variance on these embeddings)",
+    "rand-transposed": "torch.rand, as Self-Attention from Scratch draws them (never negative)",
+    "rand": "torch.rand (never negative)",
     "linear": "nn.Linear's default, U(±1/√d_model)",
     "identity": "identity (no projection)",
 }
@@ -144,19 +144,20 @@ def _set_many(values: dict[str, Any]) -> None:
 
 
 def weights_note(container: Any = None) -> None:
-    """A caption saying which weights the page draws, and a button to the tutorial's (or back)."""
-    box = container or st.sidebar
+    """One line on the page's first screen: which weights it draws, and a button to the tutorial's (or back)."""
     init, draws = get("init"), get("draws")
     tutorial = init == TUTORIAL_WEIGHTS["init"] and draws == "tutorial"
     order = (
-        "in the tutorial's order: its printed numbers; all positive, so rows come out nearly one-hot (see Pitfalls)"
+        "in the tutorial's order: its printed numbers, and nearly one-hot rows (Pitfalls says why)"
         if draws == "tutorial" and init != "normal"
-        else "each head's columns drawn on their own, so adding heads keeps head 1"
+        else "adding heads keeps head 1"
     )
-    box.caption(f"**Weights:** {_INIT_WORDS.get(init, init)}; {order}.")
+    words, row = (container or st).columns([3, 1], vertical_alignment="center", gap="small")
+    words.caption(f"**Weights:** {_INIT_WORDS.get(init, init)}; {order}.")
     target, label = (SCALED_WEIGHTS, "Scaled normal weights") if tutorial else (TUTORIAL_WEIGHTS, "Tutorial's weights")
-    box.button(
+    row.button(
         label, key="w:weights_note", on_click=_set_many, args=(target,), icon=":material/swap_horiz:",
+        type="tertiary", width="content",
         help="Self-Attention from Scratch's torch.rand weights in its order (its printed numbers)" if not tutorial
         else "Zero-mean weights scaled so that the scaled scores have unit variance, a column at a time",
     )  # fmt: skip
@@ -164,7 +165,7 @@ def weights_note(container: Any = None) -> None:
 
 def controls(names: Sequence[str]) -> None:
     """The sidebar controls for the named parameters, with explanations next to them; where the page draws
-    random weights (a seed among them), which ones, first."""
+    random weights (a seed among them), a line on the page saying which (`weights_note`)."""
     st.sidebar.markdown("**Controls**")
     if "seed" in names:
         weights_note()

@@ -92,7 +92,7 @@ def test_defaults_show_scaled_normal_weights_and_say_so() -> None:
     assert [t.value for t in at.title] == ["Self-attention"]
     assert not at.error and not at.warning
     assert (at.session_state["p:init"], at.session_state["p:draws"]) == ("normal", "stable")
-    assert any("**Weights:** scaled normal" in c.value for c in at.sidebar.caption)
+    assert any("**Weights:** scaled normal" in c.value for c in at.main.caption)  # on the first screen
     t = table(at).set_index("key")
     assert round(float(t.loc["1 Life", "weight"]), 4) == DEFAULT_WEIGHT
     assert 0.05 < float(t["weight"].max()) < 0.9  # a row that spreads: neither one-hot nor flat
@@ -104,7 +104,7 @@ def test_one_click_shows_the_raschka_numbers_and_one_more_goes_back() -> None:
     at.button(key="w:weights_note").click().run()
     assert (at.session_state["p:init"], at.session_state["p:draws"]) == ("rand-transposed", "tutorial")
     assert (at.query_params["init"], at.query_params["draws"]) == ("rand-transposed", "tutorial")
-    assert any("in the tutorial's order: its printed numbers" in c.value for c in at.sidebar.caption)
+    assert any("in the tutorial's order: its printed numbers" in c.value for c in at.main.caption)
     t = table(at).set_index("key")
     assert round(float(t.loc["1 Life", "weight"]), 4) == 0.2912
     assert round(float(t.loc["5 dessert", "q·k (omega)"]), 4) == 11.1466
