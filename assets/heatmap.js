@@ -11,8 +11,10 @@
 // bytes (1 = blocked: drawn grey, its value shown as "0 (masked)" or "−∞ (blocked)").
 //
 // Contract for tests and benchmarks: the root element `.al-heatmap` carries data-title, data-rows,
-// data-cols and, once drawn, data-drawn = header.id (a digest of the payload) and data-label-px (the
-// smallest axis-label font used); `root.alHeatmap` holds the decoded header, values and blocked flags.
+// data-cols and, once drawn, data-drawn = header.id (a digest of the payload), data-label-px (the
+// smallest axis-label font used), data-number-px (the cells' numbers' font size, "" when none are drawn)
+// and data-measures (text measurements the last draw took); `root.alHeatmap` holds the decoded header,
+// values and blocked flags. PNG and SVG buttons download the figure (see "downloads" below).
 
 const VIRIDIS =
   "440154470e61481a6c482575472f7d443a834144873d4e8a39568c35608d31688e2d708e2a788e27818e23888e21918d" +
