@@ -1,17 +1,19 @@
 """Training runs for every visitor of the server: one run a setting, a few trained at a time, none blocking a page.
 
-What belongs here: the server-wide `Service` (the runs it keeps, its queue and its workers), `run_for`, which a page
-calls, and the charts of a run (loss against chance, each head's scores over the steps). The math is
-attention/models/tiny.py; the page is pages/watch_it_learn.py.
+What belongs here: the server-wide `Service` (the runs it keeps, its queue and its worker processes), the page's
+buttons and what they do, and the charts of a run (loss against chance, each head's scores over the steps). The
+math is attention/models/tiny.py; the page is pages/watch_it_learn.py.
 
 A run is a pure function of its `tiny.Settings`, so thirty visitors pressing Play on one setting share one
 training: the service keeps each setting's run (bounded by MAX_RUNS and BUDGET_BYTES, least recently used first
 out, never one still training). At most WORKERS settings train at a time; the others wait in order and their
 pages say so. Training happens in worker processes (spawned, one torch thread each): a training thread in the
 server's own process would hold Python's GIL between its thousands of small torch calls and slow every other
-visitor's page, and would share torch's process-wide thread count with them. The workers train a chunk of steps at
-a time (`tiny.Trainer.state` carries the run between chunks, with the same numbers as one uninterrupted run), and
-each chunk's snapshots are published as they come, so a page shows the curve moving.
+visitor's page, and would share torch's process-wide thread count with them. The workers run at the lowest CPU
+priority (nice 19), so the server's pages get the cores first, and end after IDLE_S seconds with nothing to
+train. They train a chunk of steps at a time (`tiny.Trainer.state` carries the run between chunks, with the same
+numbers as one uninterrupted run), and each chunk's snapshots are published as they come, so a page shows the
+curve moving. A server of several processes (deploy/) keeps runs per process.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from . import charts, state
 from .charts import PALETTE
 
 WORKERS = 2  # settings trained at once, server-wide (the others queue)
+IDLE_S = 300.0  # worker processes (about 240 MB each, torch imported) end after this long with nothing to train
 MAX_RUNS = 32  # runs kept for every visitor
 BUDGET_BYTES = 256 * 2**20  # and the memory they may hold together (tiny.Settings.run_bytes)
 FIRST_CHUNK = 1  # snapshots in the first chunk: the curve starts moving as soon as the first one lands
@@ -73,9 +76,10 @@ class Job:
 class Service:
     """The server's runs: one a setting, kept for every visitor, trained WORKERS at a time in worker processes."""
 
-    def __init__(self, workers: int = WORKERS, processes: bool = True) -> None:
+    def __init__(self, workers: int = WORKERS, processes: bool = True, idle_s: float = IDLE_S) -> None:
         self.workers = workers
         self.processes = processes
+        self.idle_s = idle_s
         self._lock = threading.Lock()
         self._jobs: OrderedDict[tiny.Settings, Job] = OrderedDict()
         self._count = 0
@@ -167,6 +171,19 @@ class Service:
             job.finished = time.perf_counter()
         with self._lock:
             self._evict()
+        timer = threading.Timer(self.idle_s, self._stop_if_idle)
+        timer.daemon = True
+        timer.start()
+
+    def _stop_if_idle(self) -> None:
+        """End the worker processes when nothing has trained for idle_s seconds (a later Play starts them again)."""
+        with self._lock:
+            busy = any(not j.finished_training for j in self._jobs.values())
+            last = max((j.finished or 0.0 for j in self._jobs.values()), default=0.0)
+            if busy or self._pool is None or time.perf_counter() - last < self.idle_s - 1e-3:
+                return
+            pool, self._pool = self._pool, None
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
         self._drivers.shutdown(wait=False, cancel_futures=True)

@@ -22,6 +22,7 @@ that fails at every other length (`evaluate_lengths`).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
@@ -556,9 +557,14 @@ class Trainer:
         return self.step >= self.settings.steps
 
 
-def worker_init() -> None:
-    """A worker process that trains and does nothing else: one torch thread for good (`ui.training`'s pool)."""
+def worker_init(niceness: int = 19) -> None:
+    """A worker process that trains and does nothing else (`ui.training`'s pool): one torch thread for good, and the
+    lowest CPU priority, so that a server's pages get the cores first and training takes what is left."""
     torch.set_num_threads(1)
+    try:
+        os.nice(niceness)
+    except (AttributeError, OSError):  # no nice (Windows) or not allowed: train at the same priority
+        pass
 
 
 def worker_ready() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -121,13 +122,18 @@ def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.Monkey
         service.shutdown()
 
 
-def test_worker_processes_train_the_same_numbers() -> None:
-    service = training.Service(workers=1)
+def test_worker_processes_train_the_same_numbers_at_low_priority_and_end_when_idle() -> None:
+    service = training.Service(workers=1, idle_s=2.0)
     try:
+        assert service._get_pool().submit(os.nice, 0).result(timeout=300) == 19  # the pages' processes come first
         settings = tiny.Settings(steps=30, every=10, seed=2)
         job = service.start(settings)
         wait(job, timeout=300)
         assert job.status == "done"
+        end = time.monotonic() + 60
+        while service._pool is not None:  # nothing more to train: the worker process ends
+            assert time.monotonic() < end
+            time.sleep(0.1)
         assert [s.to_dict() for s in job.snapshots] == [s.to_dict() for s in tiny.train(settings).snapshots]
     finally:
         service.shutdown()
