@@ -114,13 +114,19 @@ jumps.markdown("**Go to the best head for**")
 for name, (b_layer, b_head) in best.items():
     jumps.button(f"{real.BEHAVIOURS[name]}: L{b_layer} h{b_head}", key=f"rm:best:{name}", on_click=real.go_to,
                  args=(b_layer, b_head))  # fmt: skip
-if scores.coreference is None:
+pair = interpret.coreference_pair(run.encoding.tokens)  # the pronoun and the antecedent the score reads
+if scores.coreference is None or pair is None:
     st.info(
-        f"The coreference score needs both “{pretrained.DEFAULT_PRONOUN}” and “{pretrained.DEFAULT_ANTECEDENT}” "
-        "in the sentence: it is the weight from the pronoun's row on the antecedent's column."
+        "The coreference score needs a pronoun (it, he, she, they, ...) after a noun in the sentence: it is the "
+        "weight from the pronoun's row on its likely antecedent's column."
     )
+    coref = "from a pronoun to its likely antecedent"
+else:
+    pronoun, antecedent = (ui.plain(run.encoding.tokens[i]) for i in pair)
+    coref = (f"from “{pronoun}” to “{antecedent}”, the first noun of the pronoun's sentence (readers' first guess: "
+             "a heuristic, not a resolution)")  # fmt: skip
 st.caption(
     "Previous/next token: mean weight on the neighbour; sink: on [CLS] and [SEP]; same word: on the other pieces "
-    "of one's word; coreference: from “it” to “animal”."
+    f"of one's word; coreference: {coref}."
 )
 ui.finish()

@@ -45,7 +45,7 @@ BEHAVIOURS = {
     "next_token": "next token",
     "sink": "[CLS]/[SEP] sink",
     "same_word": "same word",
-    "coreference": f"coreference “{pretrained.DEFAULT_PRONOUN}” → “{pretrained.DEFAULT_ANTECEDENT}”",
+    "coreference": "coreference (a pronoun → its likely antecedent)",
 }
 
 

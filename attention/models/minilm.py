@@ -378,8 +378,7 @@ def read(model: Model, sentence: str, weights_upto: int = 64) -> Reading:
     hidden_states[0] = x
     rollout = x.new_empty(n, t, t)
     weights = x.new_empty(n, h, t, t) if t <= weights_upto else None
-    p = interpret.find_token(encoding.tokens, DEFAULT_PRONOUN)
-    a = interpret.find_token(encoding.tokens, DEFAULT_ANTECEDENT)
+    p, a = interpret.coreference_pair(encoding.tokens) or (None, None)  # any pronoun, its likely antecedent
     pairs = interpret.same_word_pairs(encoding.words, encoding.tokens)
     scores = []
     for i, layer in enumerate(model.layers):
@@ -496,12 +495,14 @@ def norm_based(model: Model, run: ModelRun | Reading, layer: int, head: int | No
     return interpret.norm_based(weights, values, w_out, run.special)
 
 
-def head_scores(
-    run: ModelRun, pronoun: str | None = DEFAULT_PRONOUN, antecedent: str | None = DEFAULT_ANTECEDENT
-) -> interpret.HeadScores:
+def head_scores(run: ModelRun, pronoun: str | None = None, antecedent: str | None = None) -> interpret.HeadScores:
     """Every head's behaviour scores on the run's sentence; coreference from the first `pronoun` token to the first
-    `antecedent` token, left out (None) when either is not among the tokens."""
-    p = None if pronoun is None else interpret.find_token(run.tokens, pronoun)
-    a = None if antecedent is None else interpret.find_token(run.tokens, antecedent)
+    `antecedent` token, or, with neither given, from the pair `interpret.coreference_pair` guesses (any pronoun and
+    its likely antecedent); left out (None) when there is none."""
+    if pronoun is None and antecedent is None:
+        p, a = interpret.coreference_pair(run.tokens) or (None, None)
+    else:
+        p = None if pronoun is None else interpret.find_token(run.tokens, pronoun)
+        a = None if antecedent is None else interpret.find_token(run.tokens, antecedent)
     pairs = interpret.same_word_pairs(run.encoding.words, run.tokens)
     return interpret.head_scores(run.weights, run.special, pairs, p, a)

@@ -103,13 +103,23 @@ def test_the_gallery_draws_every_heads_score() -> None:
     scores = pretrained.head_scores(pretrained.forward(pretrained.load(), pretrained.DEFAULT_SENTENCE))
     torch.testing.assert_close(drawn(at)["Score: previous token"][0], scores.previous_token)
     at.segmented_control(key="w:behaviour").set_value("coreference").run()
-    torch.testing.assert_close(drawn(at)["Score: coreference “it” → “animal”"][0], scores.coreference)
+    torch.testing.assert_close(
+        drawn(at)["Score: coreference (a pronoun → its likely antecedent)"][0], scores.coreference
+    )
+    assert "coreference: from “it” to “animal”" in texts(at)
 
 
 def test_a_sentence_without_the_coreference_pair_says_the_score_needs_it() -> None:
     at = page(sentence="The cat sat on the mat.")
-    assert "coreference score needs both “it” and “animal”" in texts(at)
+    assert "coreference score needs a pronoun" in texts(at)
     assert at.button(key="rm:best:sink") and not [b for b in at.button if b.key == "rm:best:coreference"]
+
+
+def test_the_coreference_score_reads_any_pronoun_on_the_users_sentence() -> None:
+    """Issue 23: the score knew only "it" -> "animal"; any pronoun and its likely antecedent now."""
+    at = page(sentence="My sister said she would bring the cake.")
+    assert "coreference: from “she” to “sister”" in texts(at)
+    assert [b for b in at.button if b.key == "rm:best:coreference"]
 
 
 def test_norm_based_attention_and_rollout_are_the_packages(run) -> None:
