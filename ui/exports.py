@@ -11,6 +11,7 @@ import functools
 import gzip
 import io
 import json
+import os
 import shlex
 import threading
 import time
@@ -72,7 +73,9 @@ JSON_PLAIN_BYTES = 2_000_000  # a bigger JSON comes gzipped (its digits compress
 CSV_MAX_CELLS = 512 * 512
 HEAVY_EXPORT_BYTES = 1_000_000  # exports bigger than this are made one at a time per server
 EXPORT_WAIT_S = 60.0  # a heavy export waits this long for the one being made (the browser waits 180 s)
-KEEP_S = 120.0  # a served download stays fetchable this long after Streamlit lets go of it
+# a served download stays fetchable this long after Streamlit lets go of it ($ATTENTION_LAB_DOWNLOAD_KEEP_S: 0 is
+# Streamlit's own rule, for benchmarks/download_clicks.py's comparison)
+KEEP_S = float(os.environ.get("ATTENTION_LAB_DOWNLOAD_KEEP_S", 120))
 KEEP_BYTES = 64_000_000  # at most this many bytes of such files, the oldest dropped first
 KEPT_CONFIG_NUMBERS = 4096  # a config with more numbers in given matrices is not kept for a download
 INPUTS_FILE = "attention_inputs.json"
@@ -130,7 +133,7 @@ def keep_downloads() -> bool:
     False where there is no server (AppTest) or its store is not Streamlit's in-memory one."""
     from streamlit import runtime
 
-    if not runtime.exists():
+    if not runtime.exists() or KEEP_S <= 0:
         return False
     return _keep(runtime.get_instance().media_file_mgr._storage)
 
