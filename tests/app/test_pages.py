@@ -158,6 +158,26 @@ def test_masks_custom_editor_changes_the_weights_and_warns_on_an_empty_row():
     assert at.session_state["p:custom_mask"] == "110000.110000.111000.111100.111110.000000"
 
 
+@pytest.mark.parametrize("linked", [True, False])
+def test_masks_past_the_grid_says_which_mask_it_uses(linked: bool):
+    """Past 40 tokens there is no grid: the page names the mask it computes with (issue 23: it said causal while it
+    used the link's custom mask)."""
+    t = 41
+    rows = ".".join("1" * (i + 1) + "0" * (t - i - 1) if i % 2 else "1" * t for i in range(t))  # not causal
+    params = {"custom_mask": rows} if linked else {}
+    at = page("masks", mask="custom", sentence=" ".join(f"w{i}" for i in range(t)), **params)
+    [note] = [i.value for i in at.info if "grid editor" in i.value]
+    assert "this one has 41" in note
+    assert ("custom mask from the link" in note) == linked and ("causal mask" in note) == (not linked)
+    blocked_cells = int(charts(at)["Softmax weights"]["blocked"].sum())
+    assert blocked_cells == (sum(t - i - 1 for i in range(1, t, 2)) if linked else t * (t - 1) // 2)
+
+
+def test_the_sentence_box_says_how_long_a_paste_may_be():
+    at = page("self_attention")
+    assert any("At most 20,000 characters: a longer paste is refused" in c.value for c in at.sidebar.caption)
+
+
 def test_masks_custom_buttons_reset_the_grid():
     at = page("masks", mask="custom", custom_mask="100000.010000.001000.000100.000010.000001")
     assert blocked(charts(at)["Softmax weights"]) == 30
