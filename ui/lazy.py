@@ -3,14 +3,13 @@
 The first visitor of a fresh server waits for `import ui`: the first page draws its heatmaps with torch alone,
 so pandas (tables) and altair (other pages' charts) are imported on first use (`pd = lazy("pandas")`: the
 module is imported at its first attribute read). Then `warm_after` imports them in a background thread once the
-script run that imported `ui` has finished, so the next page does not wait for them either, and freezes what
-they built (see the gc.freeze() in ui/__init__.py).
+script run that imported `ui` has finished, so the next page does not wait for them either (it does not freeze what
+they built: see the comment in `warm_after`).
 benchmarks/bench_startup.py measures the effect (time from `streamlit run` to the first chart drawn).
 """
 
 from __future__ import annotations
 
-import gc
 import importlib
 import threading
 from typing import Any
@@ -58,6 +57,9 @@ def warm_after(thread: threading.Thread) -> None:
     def run() -> None:
         thread.join()
         warm()
-        gc.freeze()  # as ui/__init__.py does after its own imports: out of every collection after a rerun
+        # No gc.freeze() here, unlike ui/__init__.py's at import time: by now other sessions' scripts are running,
+        # and a freeze would make their namespaces (cycles through the pages' functions) uncollectable, with the
+        # Results in them: memory that never comes back, and bytes of the server's budget (ui/budget.py) held for
+        # ever (benchmarks/soak.py: 106 MB held after its first visitors left, every later large run refused).
 
     threading.Thread(target=run, name="ui-warm-imports", daemon=True).start()
