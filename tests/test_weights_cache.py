@@ -57,3 +57,20 @@ def test_keys_of_another_width_are_cached_apart_from_keys_of_the_query_width() -
     weights.seeded_projections(narrow)
     info = weights._drawn.cache_info()
     assert (info.currsize, info.hits) == (2, 1)
+
+
+def test_stable_draws_are_cached_apart_from_the_tutorials_order_and_equal_a_fresh_draw() -> None:
+    weights._drawn.cache_clear()
+    tutorial, stable = SMALL.replace(init="rand"), SMALL.replace(init="rand", draws="stable")
+    a, g_a = weights.seeded_projections(tutorial)
+    b, g_b = weights.seeded_projections(stable)
+    assert not torch.equal(a.w_key, b.w_key)  # the order of draws is part of the cache key
+    for config in (stable, SMALL.replace(init="normal"), LARGE.replace(init="linear", draws="stable")):
+        for _ in range(2):  # a miss, then (small ones) a hit
+            got, g = weights.seeded_projections(config)
+            want = weights.projections(config, weights.generator(config.seed))
+            for x, y in zip(got, want, strict=True):
+                assert (x is None and y is None) or torch.equal(x, y)
+            # what is drawn after the weights comes from its own generator, not the inputs' (seeded with seed)
+            after = weights.after_stable(config)
+            assert torch.equal(torch.rand(4, generator=g), torch.rand(4, generator=after))
