@@ -173,15 +173,28 @@ def start_server(port: int, log: Path, ttl: int, group: Cgroup | None) -> subpro
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
-    """(resident, anonymous) MB of a process: what it holds, and what only it holds (no file pages)."""
+    """(resident, anonymous) MB of a process and its children (a page may run a model in a worker process): what
+    they hold, and what only they hold (no file pages)."""
+    import psutil
+
     resident = anonymous = 0
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("Rss:"):
-                resident = int(line.split()[1]) * 1024
-            elif line.startswith("Anonymous:"):
-                anonymous = int(line.split()[1]) * 1024
+    for p in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        try:
+            with open(f"/proc/{p.pid}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Rss:"):
+                        resident += int(line.split()[1]) * 1024
+                    elif line.startswith("Anonymous:"):
+                        anonymous += int(line.split()[1]) * 1024
+        except OSError:  # a child that just ended
+            pass
     return resident / 1e6, anonymous / 1e6
+
+
+def psutil_errors() -> type[Exception]:
+    import psutil
+
+    return psutil.Error
 
 
 class Sampler(threading.Thread):
@@ -199,7 +212,7 @@ class Sampler(threading.Thread):
         while not self.stopped.is_set():
             try:
                 resident, anonymous = memory_mb(self.server.pid)
-            except (OSError, StopIteration):  # the server is gone
+            except (OSError, StopIteration, psutil_errors()):  # the server is gone
                 break
             self.samples.append((time.monotonic() - self.t0, resident, anonymous, self.phase))
             self.stopped.wait(SAMPLE_S)
@@ -383,8 +396,16 @@ def soak(args: argparse.Namespace) -> dict:
         sampler.join()
         exit_code = server.poll()
         cgroup = group.summary() if group else None
+        children = [] if group is None else [int(p) for p in group.read("cgroup.procs").split()]
         if exit_code is None:
             live_server.stop(server)
+        for pid in children:  # a page's worker processes, left behind if the server was killed
+            if pid != server.pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        time.sleep(0.5)
         if group:
             group.remove()
     return summary(args, memory, sampler, visits, probe, exit_code, cgroup, why_not)
