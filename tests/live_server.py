@@ -204,7 +204,8 @@ def start_recipe(processes: int, log_dir: Path, env: dict[str, str] | None = Non
     recipe = Recipe(proc, f"http://{LOOPBACK}:{proxy_port}",
                     [f"http://{LOOPBACK}:{port}" for port in range(first, first + processes)], log_dir)  # fmt: skip
     deadline = time.monotonic() + RECIPE_TIMEOUT_S
-    while any(health(base) != "ok" for base in (recipe.proxy, *recipe.replicas)):
+    # Every replica answering, and HAProxy sending learners to each (it needs two good checks in a row).
+    while any(health(base) != "ok" for base in (recipe.proxy, *recipe.replicas)) or not all_up(recipe):
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_recipe(recipe)
             logs = "\n".join(f"== {f.name}\n{log_tail(f, 15)}" for f in sorted(log_dir.glob("*.log")))
@@ -221,6 +222,15 @@ def stop_recipe(recipe: Recipe) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(recipe.proc.pid, signal.SIGKILL)  # run.sh is still there, so its group id is still its own
         recipe.proc.wait()
+
+
+def all_up(recipe: Recipe) -> bool:
+    """Whether HAProxy says every replica is UP (False while its admin socket is not there yet)."""
+    try:
+        servers = proxy_servers(recipe)
+    except OSError:
+        return False
+    return len(servers) == len(recipe.replicas) and all(state == "UP" for state in servers.values())
 
 
 def replica_pid(recipe: Recipe, name: str) -> int | None:
