@@ -126,8 +126,6 @@ def _move_step(delta: int | None) -> None:
     put("step", min(max(step, 0), len(STAGES) - 1))
 
 
-def stepper(result: Result, head: int) -> None:
-    """Workshop mode: one stage at a time, its title and a sentence to say; Previous/Next on the page and on the
 def clicker(name: str, last: int, *, stage: str | None = None) -> int:
     """A presenter's clicker (PageDown/PageUp, or the arrow keys) moves the int parameter `name` one on or back,
     within 0..last; returns its value. Call it before the widgets that show the parameter, so they show the move.
@@ -153,6 +151,8 @@ STAGE_BOX = "st-key-al-stage"  # the class of step mode's box: buttons, stage ti
 STEP_PLOT_MAX = 300  # px (before presenter mode's enlarging): a stage's heatmap fits a projector's 768 px
 
 
+def stepper(result: Result, head: int) -> None:
+    """Workshop mode: one stage at a time, its title and a sentence to say; Previous/Next on the page and on the
     keyboard (PageDown/PageUp, as presenters' clickers send, and the arrow keys). The whole stage fits a 1024 x 768
     window, and the window scrolls to it when it changes."""
     clicker("step", len(STAGES) - 1, stage="." + STAGE_BOX)
