@@ -3,7 +3,7 @@ visitor's rerun while four new trainings run.
 
     python benchmarks/bench_train.py formed [--seeds 5] [--control]   # tiny.train to the formed head, per seed
     python benchmarks/bench_train.py browser [--shots DIR]           # Play -> first moving curve, 1024 x 768
-    python benchmarks/bench_train.py latency [--reruns 15]           # another session's rerun, idle vs 4 trainings
+    python benchmarks/bench_train.py latency [--reruns 15] [--steps 1000]  # another session's rerun: idle, 4 trainings
 
 `formed` trains in this process on one thread (the numbers are the tests'); `--control` adds the 1-layer control's
 3,000 steps. `browser` starts `streamlit run dashboard.py`, opens the page with a seed no run has used, waits for
@@ -40,21 +40,26 @@ def load() -> str:
 def bench_formed(seeds: int, control: bool) -> None:
     from attention.models import tiny
 
-    print(f"| seed | formed at step | seconds | ({load()}) |")
-    print("|---|---|---|---|")
-    took = []
+    # CPU seconds beside wall seconds: on one thread they are the wall time of a machine with a core to spare, and
+    # they hold when the machine is shared (the wall time then grows with the load)
+    print(f"| seed | formed at step | wall seconds | CPU seconds | ({load()}) |")
+    print("|---|---|---|---|---|")
+    took, cpu = [], []
     for seed in range(seeds):
         settings = tiny.Settings(seed=seed)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         run = tiny.train(settings, until=lambda s, settings=settings: tiny.formed(s, settings))
         took.append(time.perf_counter() - t)
-        print(f"| {seed} | {run.snapshots[-1].step} | {took[-1]:.2f} | |", flush=True)
-    print(f"median {statistics.median(took):.2f} s to the formed head, max {max(took):.2f} s")
+        cpu.append(time.process_time() - c)
+        print(f"| {seed} | {run.snapshots[-1].step} | {took[-1]:.2f} | {cpu[-1]:.2f} | |", flush=True)
+    print(f"median {statistics.median(took):.2f} s wall, {statistics.median(cpu):.2f} CPU s to the formed head; "
+          f"max {max(took):.2f} s wall, {max(cpu):.2f} CPU s")  # fmt: skip
     if control:
         settings = tiny.Settings(layers=1, steps=3000, every=250)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         run = tiny.train(settings)
-        print(f"1-layer control, 3000 steps: {time.perf_counter() - t:.2f} s, formed: {run.formed}, "
+        print(f"1-layer control, 3000 steps: {time.perf_counter() - t:.2f} s wall, {time.process_time() - c:.2f} CPU "
+              f"s, formed: {run.formed}, "
               f"best induction score {run.snapshots[-1].score('induction'):.3f}")  # fmt: skip
 
 
@@ -106,12 +111,12 @@ def bench_browser(shots: Path | None) -> None:
 # --------------------------------------------------------------------------- latency
 
 
-def press_play(port: int, seed: int, done: dict) -> None:
+def press_play(port: int, seed: int, done: dict, steps: int) -> None:
     """One visitor: open the page on a new setting, press Play, then rerun twice a second until trained."""
     from load_test import WsClient
     from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-    client = WsClient(port, page="watch_it_learn", query=f"train_seed={seed}")
+    client = WsClient(port, page="watch_it_learn", query=f"train_seed={seed}&train_steps={steps}")
     _, shown = client.rerun()
     play_id = client.buttons["Play"]
     _, shown = client.rerun(states=[WidgetState(id=play_id, trigger_value=True)])
@@ -124,7 +129,7 @@ def press_play(port: int, seed: int, done: dict) -> None:
     done[seed] = time.perf_counter() - start
 
 
-def bench_latency(reruns: int) -> None:
+def bench_latency(reruns: int, steps: int) -> None:
     import live_server
     import load_test
 
@@ -137,7 +142,7 @@ def bench_latency(reruns: int) -> None:
         idle = [observer.rerun()[0] for _ in range(reruns)]
         done: dict[int, float] = {}
         seeds = random.sample(range(1000, 9999), 4)
-        threads = [threading.Thread(target=press_play, args=(port, s, done)) for s in seeds]
+        threads = [threading.Thread(target=press_play, args=(port, s, done, steps)) for s in seeds]
         for t in threads:
             t.start()
         busy = []
@@ -147,6 +152,7 @@ def bench_latency(reruns: int) -> None:
             time.sleep(0.2)
         for t in threads:
             t.join()
+        after = [observer.rerun()[0] for _ in range(reruns)]
     finally:
         live_server.stop(server)
     med = lambda xs: 1000 * statistics.median(xs)  # noqa: E731
@@ -154,7 +160,8 @@ def bench_latency(reruns: int) -> None:
     print(f"another session's rerun (self-attention page), {load()}:")
     print("| while | reruns | median (ms) | p90 (ms) |\n|---|---|---|---|")
     print(f"| nothing trains | {len(idle)} | {med(idle):.0f} | {p90(idle):.0f} |")
-    print(f"| 4 new trainings (2 at a time) | {len(busy)} | {med(busy):.0f} | {p90(busy):.0f} |")
+    print(f"| 4 new trainings of {steps} steps (2 at a time) | {len(busy)} | {med(busy):.0f} | {p90(busy):.0f} |")
+    print(f"| nothing trains (after) | {len(after)} | {med(after):.0f} | {p90(after):.0f} |")
     print("the four trainings, Play to trained: " + ", ".join(f"{s:.1f} s" for s in sorted(done.values())))
 
 
@@ -195,13 +202,14 @@ def main() -> None:
     parser.add_argument("--control", action="store_true")
     parser.add_argument("--shots", type=Path)
     parser.add_argument("--reruns", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=1000, help="latency: each training's steps")
     args = parser.parse_args()
     if args.part == "formed":
         bench_formed(args.seeds, args.control)
     elif args.part == "browser":
         bench_browser(args.shots)
     else:
-        bench_latency(args.reruns)
+        bench_latency(args.reruns, args.steps)
 
 
 if __name__ == "__main__":
