@@ -619,7 +619,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(OUT_OF_MEMORY)
     except RuntimeError as exc:
         return fail(OUT_OF_MEMORY if "alloc" in str(exc) else f"cannot compute this config: {exc}")
-    except Exception as exc:  # noqa: BLE001  one line, whatever went wrong
+    except BrokenPipeError:  # the reader left: __main__ ends quietly
+        raise
+    except Exception as exc:  # noqa: BLE001  one line, whatever went wrong (tokenizers' errors are Exception)
         return fail(f"{type(exc).__name__}: {exc}")
     except BaseException as exc:
         if type(exc).__name__ != "PanicException":  # KeyboardInterrupt, SystemExit: as they are
