@@ -93,7 +93,7 @@ def live() -> None:
     )
     st.subheader(f"Every head on one probe sequence, at step {snap.step}")
     for layer in range(settings.layers):
-        result = tiny.layer_result(snap, settings, layer)
+        result = training.layer_result(run, i, layer)
         tok = ui.labels(result.tokens)
         cols = st.columns(settings.heads)
         for h, col in enumerate(cols):

@@ -309,7 +309,7 @@ def progress(job: Job, position: int, workers: int = WORKERS) -> Progress:
 # the page's controls and live view ----------------------------------------------------------------------------
 
 PLAYING, SHOWN, FOR = "tr:playing", "tr:shown", "tr:for"  # session keys: playing?, the snapshot shown, its run
-TICK_S = 0.25  # while playing, the live view redraws this often
+TICK_S = 0.5  # while playing, the live view redraws this often (each redraw is a rerun of the page's live part)
 
 
 def settings_values() -> dict[str, Any]:
@@ -384,8 +384,27 @@ def shown_index(job: Job) -> int:
     return ss[SHOWN]
 
 
+_LENGTHS_LOCK = threading.Lock()  # the two caches below
+_LAYERS: OrderedDict[tuple[tiny.Settings, int, int], Any] = OrderedDict()
+
+
+def layer_result(run: tiny.Run, index: int, layer: int) -> Any:
+    """`tiny.layer_result` of a snapshot, kept for every visitor (a replay and thirty watchers draw the same ones)."""
+    snap = run.snapshots[index]
+    key = (run.settings, snap.step, layer)
+    with _LENGTHS_LOCK:
+        if key in _LAYERS:
+            _LAYERS.move_to_end(key)
+            return _LAYERS[key]
+    result = tiny.layer_result(snap, run.settings, layer)
+    with _LENGTHS_LOCK:
+        _LAYERS[key] = result
+        while len(_LAYERS) > 256:  # a Result of the probe (16 tokens, 4 heads) is a few tens of kB
+            _LAYERS.popitem(last=False)
+    return result
+
+
 _LENGTHS: OrderedDict[tuple[tiny.Settings, int], list[tiny.LengthTest]] = OrderedDict()
-_LENGTHS_LOCK = threading.Lock()
 
 
 def lengths(run: tiny.Run, at: int) -> list[tiny.LengthTest]:

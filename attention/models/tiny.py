@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 import os
+import threading
+import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
@@ -565,6 +567,14 @@ def worker_init(niceness: int = 19) -> None:
         os.nice(niceness)
     except (AttributeError, OSError):  # no nice (Windows) or not allowed: train at the same priority
         pass
+    parent = os.getppid()
+
+    def watch() -> None:  # a pool's workers outlive a server that is killed: end with it
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
 def worker_ready() -> bool:

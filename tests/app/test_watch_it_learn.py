@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from charts import heatmaps, open_page
@@ -161,3 +164,27 @@ def test_a_nan_loss_stops_the_run_and_the_page_says_so(
     at.run()
     assert not at.exception
     assert any(e.value.startswith("Stopped: the loss became nan at step 1") for e in at.error), at.error
+
+
+ORPHAN = """
+import multiprocessing, os
+from concurrent.futures import ProcessPoolExecutor
+from attention.models import tiny
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=tiny.worker_init)
+    print(pool.submit(os.getpid).result(), flush=True)
+    os._exit(0)  # a server killed without shutting its pool down
+"""
+
+
+def test_a_worker_ends_when_its_server_is_killed(tmp_path) -> None:  # noqa: ANN001
+    script = tmp_path / "server.py"
+    script.write_text(ORPHAN)
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=root,
+                          env={**os.environ, "PYTHONPATH": root})  # fmt: skip
+    worker = int(done.stdout.split()[0])
+    end = time.monotonic() + 30
+    while Path(f"/proc/{worker}").exists() and Path(f"/proc/{worker}/cmdline").read_bytes():
+        assert time.monotonic() < end, "the worker outlived its server"
+        time.sleep(0.2)
