@@ -421,7 +421,15 @@ def test_the_compose_room_restarts_a_killed_replica_and_moves_the_learners_of_a_
 
 def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
     live_server.require_haproxy()
-    running = live_server.start_recipe(1, tmp_path)
+    # Where the cgroup v1 memory controller is writable (root here), the replica also gets its memory limit.
+    limited = os.access("/sys/fs/cgroup/memory", os.W_OK)
+    running = live_server.start_recipe(1, tmp_path, {"LAB_MEMORY_LIMIT": "690M"} if limited else {})
+    if limited:
+        pid = live_server.replica_pid(running, "s1")
+        group = next(line.split(":", 2)[2] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+                     if line.split(":")[1] == "memory")  # fmt: skip
+        assert group.startswith("/attention-lab/")
+        assert int(Path(f"/sys/fs/cgroup/memory{group}/memory.limit_in_bytes").read_text()) == 690 * 2**20
     children = psutil.Process(running.proc.pid).children(recursive=True)
     names = {Path(p.cmdline()[0]).name for p in children}
     assert "haproxy" in names and any("python" in name for name in names)
@@ -438,3 +446,5 @@ def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
     _, alive = psutil.wait_procs(children, timeout=15)
     assert alive == []
     assert all(live_server.health(base) is None for base in (running.proxy, *running.replicas))
+    if limited:
+        Path(f"/sys/fs/cgroup/memory{group}").rmdir()  # empty now
