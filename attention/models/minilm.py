@@ -354,7 +354,8 @@ class Reading:
 
 
 def reading_bytes(tokens: int, layers: int = 6, heads: int = 12, d_model: int = 384, weights_upto: int = 64) -> int:
-    """The bytes of a `Reading` of this many tokens (float32), before it is made."""
+    """The bytes of a `Reading` of this many tokens (float32), before it is made: at most this (its coreference
+    scores are counted whether or not the sentence has a pronoun)."""
     numbers = (layers + 1) * tokens * d_model + layers * tokens * tokens + 5 * layers * heads
     numbers += layers * heads * tokens * tokens if tokens <= weights_upto else 0
     return 4 * numbers

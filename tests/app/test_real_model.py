@@ -269,7 +269,8 @@ def test_a_reading_is_what_forward_gives_without_the_weights_of_a_long_sentence(
     for name, values in pretrained.head_scores(full).scores().items():
         torch.testing.assert_close(reading.scores.scores()[name], values, atol=1e-7, rtol=1e-6)
     whole = sum(v.nbytes for v in vars(full).values() if isinstance(v, torch.Tensor))
-    assert reading.nbytes == pretrained.reading_bytes(len(reading.tokens)) < whole / 4
+    bound = pretrained.reading_bytes(len(reading.tokens))  # the coreference scores counted, found or not
+    assert reading.nbytes <= bound <= reading.nbytes + 4 * 6 * 12 and bound < whole / 4
     norms = pretrained.norm_based(model, reading, 4, head=3)
     torch.testing.assert_close(norms.norms[0], pretrained.norm_based(model, full, 4).norms[3], atol=1e-6, rtol=0)
 
