@@ -70,6 +70,8 @@ row.download_button(
     on_click="ignore",
     icon=":material/download:",
 )
-# the sentence travels in mask.json: every argument is a flag, a number or a choice, so no shell needs quotes
-row.code(" ".join(["python", "-m", "attention", *experiments.cli_args(result.config, "mask.json")]), language="bash")
+# the sentence travels in mask.json: every argument is a flag, a number or a choice, so no shell needs quotes; the
+# line wraps (the page's --init=normal --draws=stable make it wider than a 1024 px window), its copy stays one line
+command = " ".join(["python", "-m", "attention", *experiments.cli_args(result.config, "mask.json")])
+row.code(command, language="bash", wrap_lines=True)
 ui.finish()
