@@ -45,7 +45,10 @@ chance, name = tiny.CHANCE, settings.score_name
 half = "the repeated half" if settings.task == "induction" else "the answers"
 
 
-@st.fragment(run_every=training.TICK_S if st.session_state.get(training.PLAYING) else None)
+ticking = training.ticking(service.get(settings))  # playing, or the run still trains: the view keeps redrawing
+
+
+@st.fragment(run_every=training.TICK_S if ticking else None)
 def live() -> None:
     job = service.get(settings)
     if job is None:
@@ -54,7 +57,6 @@ def live() -> None:
             f"{settings.parameters:,} weights. A run already trained on this server starts at once."
         )
         return
-    was_playing = st.session_state.get(training.PLAYING)
     i = training.shown_index(job)
     said = training.progress(job, service.queue_position(job), service.workers)
     (st.info if said.moving else st.success if job.status == "done" else st.error)(said.words)
@@ -105,8 +107,8 @@ def live() -> None:
         "Rows are queries, columns keys; the run is repeated, so an induction head's row for the second copy of a "
         "token lights up the key just after the first copy (a stripe parallel to the diagonal)."
     )
-    if was_playing and not st.session_state.get(training.PLAYING):
-        st.rerun()  # the replay reached the end: a full run takes the timer off
+    if ticking and not training.ticking(job):
+        st.rerun()  # the run is trained and the replay at its end: a full run takes the timer off
     if not job.finished_training or st.session_state.get(training.PLAYING):
         return
     after(run, snap.step)

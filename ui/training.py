@@ -366,6 +366,12 @@ def buttons(settings: tiny.Settings, container: Any) -> None:
     row.button("Reset", icon=":material/skip_previous:", on_click=reset, key="tr:reset")
 
 
+def ticking(job: Job | None) -> bool:
+    """Whether the live view redraws by itself: while playing, and while the run trains (paused, the timeline stays
+    where it is, but the curves and the status keep up)."""
+    return bool(st.session_state.get(PLAYING)) or (job is not None and not job.finished_training)
+
+
 def shown_index(job: Job) -> int:
     """Which snapshot to draw this tick: while playing, the newest of a run in training, or the next one of a
     finished run (a replay); paused, the chosen one. Playing stops at the end of a finished run."""
