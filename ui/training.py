@@ -279,8 +279,9 @@ def curve_spec(
 
 
 def curve(frame: pd.DataFrame, spec: dict, *, key: str, container: Any = None) -> None:
-    """A curve chart, its frame taller than the plot by the title, axis and legend."""
-    charts.chart(frame, spec, height=spec["height"] + 90, key=key, container=container)
+    """A curve chart as tall as its content: the plot's height from the spec, plus its title, axis and legend (a
+    fixed frame squeezed the plot when a narrow column wrapped the legend)."""
+    charts.chart(frame, spec, height="content", key=key, container=container)
 
 
 @dataclass(frozen=True)
