@@ -14,11 +14,17 @@ priority (nice 19), so the server's pages get the cores first, and end after IDL
 train. They train a chunk of steps at a time (`tiny.Trainer.state` carries the run between chunks, with the same
 numbers as one uninterrupted run), and each chunk's snapshots are published as they come, so a page shows the
 curve moving. A server of several processes (deploy/) keeps runs per process.
+
+Under a memory limit (the hosted copy has 690 MB for everything) a worker process costs too much: importing torch
+alone is about 150 MB of anonymous memory, twice that for two workers. A server whose memory is limited below
+PROCESS_MIN_LIMIT (its cgroup's limit, v1 or v2) therefore trains in its own process instead, one run at a time, in
+a thread that hands the GIL over between snapshots; `ATTENTION_LAB_TRAIN_IN=process|thread` overrides the choice.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -38,7 +44,9 @@ from .charts import PALETTE
 WORKERS = 2  # settings trained at once, server-wide (the others queue)
 IDLE_S = 300.0  # worker processes (about 240 MB each, torch imported) end after this long with nothing to train
 MAX_RUNS = 32  # runs kept for every visitor
-BUDGET_BYTES = 256 * 2**20  # and the memory they may hold together (tiny.Settings.run_bytes)
+BUDGET_BYTES = 64 * 2**20  # and the memory they may hold together (tiny.Settings.run_bytes)
+PROCESS_MIN_LIMIT = 2 * 2**30  # below this memory limit the server trains in its own process (see above)
+THREAD_PAUSE_S = 0.002  # a training thread's pause between snapshots: other sessions' scripts take the GIL
 FIRST_CHUNK = 1  # snapshots in the first chunk: the curve starts moving as soon as the first one lands
 CHUNK = 4  # snapshots a chunk after that (fewer round trips)
 
@@ -77,7 +85,7 @@ class Service:
     """The server's runs: one a setting, kept for every visitor, trained WORKERS at a time in worker processes."""
 
     def __init__(self, workers: int = WORKERS, processes: bool = True, idle_s: float = IDLE_S) -> None:
-        self.workers = workers
+        self.workers = workers if processes else 1
         self.processes = processes
         self.idle_s = idle_s
         self._lock = threading.Lock()
@@ -153,6 +161,7 @@ class Service:
                     state, snaps, stopped = self._get_pool().submit(tiny.advance, settings, state, steps).result()
                 else:
                     state, snaps, stopped = tiny.advance(settings, state, steps)
+                    time.sleep(THREAD_PAUSE_S)
                 job.snapshots.extend(tiny.Snapshot.from_dict(s) for s in snaps)
                 if stopped is not None:
                     job.status, job.message = "stopped", stopped
@@ -195,12 +204,52 @@ _SERVICE: Service | None = None
 _SERVICE_LOCK = threading.Lock()
 
 
+def _cgroup_limit_files(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list[str]:
+    """The memory-limit files of this process's own cgroup: v1's memory.limit_in_bytes under the memory controller,
+    v2's memory.max (from /proc/self/cgroup), then the mount's top (a container's own cgroup)."""
+    files = []
+    try:
+        lines = open(proc).read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            files.append(f"{root}/memory{path.rstrip('/')}/memory.limit_in_bytes")
+        elif controllers == "":
+            files.append(f"{root}{path.rstrip('/')}/memory.max")
+    return [*files, f"{root}/memory/memory.limit_in_bytes", f"{root}/memory.max"]
+
+
+def memory_limit(paths: list[str] | None = None) -> int | None:
+    """The memory limit of this process's cgroup in bytes (the first of `paths` that sets one); None where there is
+    none ("max", v1's huge default, or no such file)."""
+    for path in _cgroup_limit_files() if paths is None else paths:
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            return int(text)
+    return None
+
+
+def train_in_processes(limit: int | None = None, env: str | None = None) -> bool:
+    """Whether training runs in worker processes: `ATTENTION_LAB_TRAIN_IN` (process|thread) when set, else only
+    where the server's memory is not limited below PROCESS_MIN_LIMIT."""
+    env = os.environ.get("ATTENTION_LAB_TRAIN_IN", "") if env is None else env
+    if env in ("process", "thread"):
+        return env == "process"
+    limit = memory_limit() if limit is None else limit
+    return limit is None or limit >= PROCESS_MIN_LIMIT
+
+
 def service() -> Service:
     """The server's one Service (every session of the process shares it)."""
     global _SERVICE
     with _SERVICE_LOCK:
         if _SERVICE is None:
-            _SERVICE = Service()
+            _SERVICE = Service(processes=train_in_processes())
         return _SERVICE
 
 
