@@ -171,11 +171,22 @@ def test_training_resumed_in_chunks_elsewhere_gives_the_same_run() -> None:
         ({"length": 40}, "length must be between 2 and 32"),
         ({"fixed": "yes"}, "fixed must be true or false"),
         ({"layers": 2.5}, "layers must be a whole number"),
+        (
+            {"layers": 3, "heads": 4, "d_model": 128, "steps": 5000, "every": 10},
+            r"this run would keep 409 MB of weights \(500 snapshots of 213,376 numbers\); at most 48 MB: "
+            "take one every 90 steps or more",
+        ),
     ],
 )
 def test_settings_out_of_bounds_are_refused_with_the_bound(changes: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         tiny.Settings(**changes)
+
+
+def test_the_largest_run_allowed_fits_the_bound_and_the_advice_is_allowed() -> None:
+    fit = tiny.Settings(layers=3, heads=4, d_model=128, steps=5000, every=90)
+    assert fit.run_bytes <= tiny.MAX_RUN_BYTES
+    assert tiny.Settings().run_bytes < tiny.MAX_RUN_BYTES / 20  # the default keeps about 2 MB
 
 
 def test_a_nan_loss_stops_the_run_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

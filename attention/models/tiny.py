@@ -50,6 +50,7 @@ FORMED_SCORE = 0.4  # a head "forms" when its task score passes this and the tas
 EVAL_BATCH = 32
 PROBE_SEED = 20_24  # the probe and evaluation sequences: the same for every seed, so runs compare on one input
 MAX_SNAPSHOTS = 500  # a run's weights are kept at every snapshot: bounded, so is its memory (`run_bytes`)
+MAX_RUN_BYTES = 48 * 2**20  # and so is what they weigh together: a server keeps runs for every visitor
 IGNORE = -100  # cross_entropy's ignore_index: positions that are not scored
 
 
@@ -101,6 +102,16 @@ class Settings:
             raise ValueError(f"steps={self.steps} with a snapshot every {self.every} makes {self.steps // self.every} "
                              f"snapshots; at most {MAX_SNAPSHOTS}: take one every {-(-self.steps // MAX_SNAPSHOTS)} "
                              "steps or more")  # fmt: skip
+        if self.run_bytes > MAX_RUN_BYTES:
+            fit = MAX_RUN_BYTES // (self.parameters * 4) - 2  # snapshots that fit
+            advice = (
+                f"take one every {-(-self.steps // fit)} steps or more, or a smaller model"
+                if fit > 0
+                else "pick a smaller d_model or fewer layers"
+            )
+            raise ValueError(f"this run would keep {self.run_bytes / 2**20:.0f} MB of weights "
+                             f"({self.steps // self.every} snapshots of {self.parameters:,} numbers); "
+                             f"at most {MAX_RUN_BYTES // 2**20} MB: {advice}")  # fmt: skip
         if self.d_model % self.heads:
             raise ValueError(f"d_model={self.d_model} must divide into heads={self.heads} equal heads: pick a d_model "
                              f"that {self.heads} divides")  # fmt: skip
