@@ -76,6 +76,18 @@ HEAVIEST: dict[str, dict[str, str]] = {
     "grouped_query": HEAVY,
     "kv_cache": {**HEAVY, "decode_step": "511"},
     "flash_attention": {**HEAVY, "block_size": "1"},
+    # the chat model's prompt cut to the page's token limit; a visitor's own prompt is a run of its own
+    "chat_model": {"chat_prompt": " ".join(f"word{j}" for j in range(400)) + " visitor {visitor}"},
+    # the largest model and the most snapshot weights a run may keep (attention.models.tiny.MAX_RUN_BYTES)
+    "watch_it_learn": {
+        "train_layers": "3",
+        "train_heads": "4",
+        "train_d_model": "128",
+        "train_batch": "256",
+        "train_steps": "5000",
+        "train_every": "90",
+        "train_seed": "{visitor}",
+    },
 }
 LIMIT_MIB = 690  # Streamlit Community Cloud's memory for the whole app, every visitor together
 LIMIT_MB = 690.0  # the sampled peak must stay under this many MB (10^6 bytes): the stricter reading
