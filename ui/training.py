@@ -23,6 +23,7 @@ a thread that hands the GIL over between snapshots; `ATTENTION_LAB_TRAIN_IN=proc
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import threading
@@ -200,10 +201,6 @@ class Service:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-_SERVICE: Service | None = None
-_SERVICE_LOCK = threading.Lock()
-
-
 def _cgroup_limit_files(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list[str]:
     """The memory-limit files of this process's own cgroup: v1's memory.limit_in_bytes under the memory controller,
     v2's memory.max (from /proc/self/cgroup), then the mount's top (a container's own cgroup)."""
@@ -244,13 +241,10 @@ def train_in_processes(limit: int | None = None, env: str | None = None) -> bool
     return limit is None or limit >= PROCESS_MIN_LIMIT
 
 
+@st.cache_resource(show_spinner=False)
 def service() -> Service:
     """The server's one Service (every session of the process shares it)."""
-    global _SERVICE
-    with _SERVICE_LOCK:
-        if _SERVICE is None:
-            _SERVICE = Service(processes=train_in_processes())
-        return _SERVICE
+    return Service(processes=train_in_processes())
 
 
 # charts of a run -------------------------------------------------------------------------------------------
@@ -440,42 +434,30 @@ def shown_index(job: Job) -> int:
     return ss[SHOWN]
 
 
-_LENGTHS_LOCK = threading.Lock()  # the two caches below
-_LAYERS: OrderedDict[tuple[tiny.Settings, int, int], Any] = OrderedDict()
+def _key(settings: tiny.Settings) -> str:
+    return json.dumps(settings.to_dict(), sort_keys=True)
 
 
 def layer_result(run: tiny.Run, index: int, layer: int) -> Any:
     """`tiny.layer_result` of a snapshot, kept for every visitor (a replay and thirty watchers draw the same ones)."""
     snap = run.snapshots[index]
-    key = (run.settings, snap.step, layer)
-    with _LENGTHS_LOCK:
-        if key in _LAYERS:
-            _LAYERS.move_to_end(key)
-            return _LAYERS[key]
-    result = tiny.layer_result(snap, run.settings, layer)
-    with _LENGTHS_LOCK:
-        _LAYERS[key] = result
-        while len(_LAYERS) > 256:  # a Result of the probe (16 tokens, 4 heads) is a few tens of kB
-            _LAYERS.popitem(last=False)
-    return result
+    return _layer_result(_key(run.settings), snap.step, layer, snap, run.settings)
 
 
-_LENGTHS: OrderedDict[tuple[tiny.Settings, int], list[tiny.LengthTest]] = OrderedDict()
+# a Result of the probe (16 tokens, 4 heads) is a few tens of kB
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _layer_result(key: str, step: int, layer: int, _snap: tiny.Snapshot, _settings: tiny.Settings) -> Any:
+    return tiny.layer_result(_snap, _settings, layer)
 
 
 def lengths(run: tiny.Run, at: int) -> list[tiny.LengthTest]:
     """`tiny.evaluate_lengths` of a run at a step, kept for every visitor (a snapshot never changes once taken)."""
-    key = (run.settings, at)
-    with _LENGTHS_LOCK:
-        if key in _LENGTHS:
-            _LENGTHS.move_to_end(key)
-            return _LENGTHS[key]
-    tests = tiny.evaluate_lengths(run, step=at)
-    with _LENGTHS_LOCK:
-        _LENGTHS[key] = tests
-        while len(_LENGTHS) > 4 * MAX_RUNS:
-            _LENGTHS.popitem(last=False)
-    return tests
+    return _lengths(_key(run.settings), at, run)
+
+
+@st.cache_resource(max_entries=4 * MAX_RUNS, show_spinner=False)
+def _lengths(key: str, at: int, _run: tiny.Run) -> list[tiny.LengthTest]:
+    return tiny.evaluate_lengths(_run, step=at)
 
 
 def lengths_frame(tests: list[tiny.LengthTest]) -> pd.DataFrame:

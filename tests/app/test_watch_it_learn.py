@@ -30,7 +30,7 @@ def wait(job: training.Job, timeout: float = 120.0) -> None:
 def in_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[training.Service]:
     """The page's service, training in its driver threads (no worker processes to start in a test)."""
     service = training.Service(processes=False)
-    monkeypatch.setattr(training, "_SERVICE", service)
+    monkeypatch.setattr(training, "service", lambda: service)
     yield service
     service.shutdown()
 
