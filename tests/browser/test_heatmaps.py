@@ -39,7 +39,7 @@ def test_hovering_a_cell_reads_out_its_token_pair_and_value(page, app_url, page_
     page.goto(app_url + "/")
     settle(page)
     drawn(page)
-    weights = compute(Config()).weights[0]
+    weights = compute(Config(init="normal", draws="stable")).weights[0]  # the page's default weights
     tip = page.locator(f"{WEIGHTS} .al-heatmap-tip")
     assert tip.is_hidden()
     overlay = page.locator(f"{WEIGHTS} .al-heatmap-overlay")
@@ -47,14 +47,19 @@ def test_hovering_a_cell_reads_out_its_token_pair_and_value(page, app_url, page_
     text = tip.inner_text()
     assert "row 2 is" in text and "column 5 dessert" in text, text
     assert f"value {float(weights[1, 4]):.4f}" in text, text
-    # a tiny weight reads in scientific notation, not as 0.0000
+    page.mouse.move(1, 1)  # leaving the chart hides the readout
+    assert tip.is_hidden()
+    # a tiny weight reads in scientific notation, not as 0.0000: the tutorial's all-positive weights have some
+    page.goto(app_url + "/?init=rand-transposed&draws=tutorial")
+    settle(page)
+    drawn(page)
+    weights = compute(Config(init="rand-transposed", draws="tutorial")).weights[0]
+    assert float(weights[2, 3]) < 1e-3
     overlay.hover(position=cell_centre(page, WEIGHTS, 2, 3))
     text = tip.inner_text()
     assert "row 3 short" in text and "column 4 eat" in text, text
     tiny = re.sub(r"e-0*(\d+)$", r"e−\1", f"{float(weights[2, 3]):.2e}")  # 4.87e-07 as JavaScript writes it
     assert f"value {tiny}" in text and "e−" in tiny, text
-    page.mouse.move(1, 1)  # leaving the chart hides the readout
-    assert tip.is_hidden()
     assert not page_errors
 
 
