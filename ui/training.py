@@ -94,6 +94,7 @@ class Service:
         self._count = 0
         self._drivers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="train-driver")
         self._pool: ProcessPoolExecutor | None = None
+        self._warmed: Future | None = None
 
     # the pool of worker processes, started on first use (or ahead of it: `warm`)
     def _get_pool(self) -> ProcessPoolExecutor:
@@ -104,8 +105,17 @@ class Service:
             return self._pool
 
     def warm(self) -> Future | None:
-        """Start the worker processes now (importing torch takes a second or two), so Play starts at once."""
-        if not self.processes or self._pool is not None:  # started already (or by a run)
+        """Start the worker processes now (importing torch takes a second or two), so Play starts at once. Training
+        in this process: train two throwaway steps once, in a thread of its own (torch's first backward and AdamW
+        step import torch._dynamo: about 1 s and 70 MB, once per process), so the first Play trains at once."""
+        if not self.processes:
+            with self._lock:
+                if self._warmed is None:
+                    self._warmed = ThreadPoolExecutor(1, thread_name_prefix="train-warm").submit(
+                        tiny.advance, tiny.Settings(steps=2, every=1).to_dict(), None, 2
+                    )
+                return self._warmed
+        if self._pool is not None:  # started already (or by a run)
             return None
         futures = [self._get_pool().submit(tiny.worker_ready) for _ in range(self.workers)]
         return futures[-1]
@@ -354,6 +364,7 @@ def progress(job: Job, position: int, workers: int = WORKERS) -> Progress:
 
 PLAYING, SHOWN, FOR = "tr:playing", "tr:shown", "tr:for"  # session keys: playing?, the snapshot shown, its run
 TICK_S = 0.5  # while playing, the live view redraws this often (each redraw is a rerun of the page's live part)
+FIRST_WAIT_S = 0.5  # Play waits at most this long for a new run's first chunk: the first redraw shows a curve
 
 
 def settings_values() -> dict[str, Any]:
@@ -371,6 +382,9 @@ def follow(settings: tiny.Settings) -> None:
 def play(settings: dict[str, Any]) -> None:
     """Play: train the setting (or join its run), and follow it; a finished run replays from the start."""
     job = service().start(tiny.Settings.from_dict(settings))
+    deadline = time.monotonic() + FIRST_WAIT_S
+    while len(job.snapshots) < 2 and not job.finished_training and time.monotonic() < deadline:
+        time.sleep(0.02)  # the first chunk is 25 steps, tens of ms: without the wait the curve moves a tick later
     ss = st.session_state
     if job.finished_training and ss.get(SHOWN, 0) >= len(job.snapshots) - 1:
         ss[SHOWN] = 0
