@@ -251,7 +251,9 @@ def train_in_processes(limit: int | None = None, env: str | None = None) -> bool
     return limit is None or limit >= PROCESS_MIN_LIMIT
 
 
-@st.cache_resource(show_spinner=False)
+# One for the process, for good (ttl None): what it keeps is bounded by MAX_RUNS and BUDGET_BYTES, and a new one would
+# lose the runs in training
+@st.cache_resource(max_entries=1, ttl=None, show_spinner=False)
 def service() -> Service:
     """The server's one Service (every session of the process shares it)."""
     return Service(processes=train_in_processes())
@@ -459,7 +461,7 @@ def layer_result(run: tiny.Run, index: int, layer: int) -> Any:
 
 
 # a Result of the probe (16 tokens, 4 heads) is a few tens of kB
-@st.cache_resource(max_entries=256, show_spinner=False)
+@st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
 def _layer_result(key: str, step: int, layer: int, _snap: tiny.Snapshot, _settings: tiny.Settings) -> Any:
     return tiny.layer_result(_snap, _settings, layer)
 
@@ -469,7 +471,7 @@ def lengths(run: tiny.Run, at: int) -> list[tiny.LengthTest]:
     return _lengths(_key(run.settings), at, run)
 
 
-@st.cache_resource(max_entries=4 * MAX_RUNS, show_spinner=False)
+@st.cache_resource(max_entries=4 * MAX_RUNS, ttl=3600, show_spinner=False)
 def _lengths(key: str, at: int, _run: tiny.Run) -> list[tiny.LengthTest]:
     return tiny.evaluate_lengths(_run, step=at)
 
