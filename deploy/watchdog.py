@@ -4,8 +4,10 @@ supervisord starts again a replica that exits, but not one that is alive and ans
 swapping): HAProxy takes such a replica out of rotation within seconds and closes its connections, and this
 listener, every 5 s (supervisord's TICK_5 event), asks each running replica's /_stcore/health itself, all at
 once. A replica that has answered "ok" since it started and then gives no "ok" for LAB_WATCHDOG_S seconds
-(default 30) is killed (SIGKILL to its process group), and supervisord starts it again. A replica still starting
-is left alone, however long it takes. The standard library only: it speaks supervisord's event listener protocol
+(default 30) is killed (SIGKILL to its process group), and supervisord starts it again. A replica that has never
+answered is given 4 x LAB_WATCHDOG_S (at least 60 s) from when the watchdog first saw it before it is killed too:
+one that hangs before its first answer reached the watchdog (which asks every 5 s) must not be taken for one
+still starting, for ever. The standard library only: it speaks supervisord's event listener protocol
 on stdin and stdout, and its XML-RPC interface on the control socket for the replicas' pids.
 """
 
@@ -57,9 +59,10 @@ def running_replicas(supervisor) -> dict[str, int]:
     return {i["name"]: i["pid"] for i in infos if i["group"] == "replica" and i["statename"] == "RUNNING"}
 
 
-def check(supervisor, first_port: int, limit_s: float, last_ok: dict[int, float]) -> None:
+def check(supervisor, first_port: int, limit_s: float, last_ok: dict[int, float],
+          first_seen: dict[int, float] | None = None) -> None:  # fmt: skip
     """One round: every running replica's health at once; kills one that answered before and has given no "ok"
-    for limit_s seconds since."""
+    for limit_s seconds since, or one that has never answered in 4 x limit_s (at least 60 s) since first seen."""
     replicas = running_replicas(supervisor)
     answers: dict[str, bool] = {}
     threads = [threading.Thread(target=lambda n=name: answers.__setitem__(n, healthy(first_port + int(n[1:]) - 1)))
@@ -69,19 +72,26 @@ def check(supervisor, first_port: int, limit_s: float, last_ok: dict[int, float]
     for t in threads:
         t.join()
     now = time.monotonic()
+    first_seen = {} if first_seen is None else first_seen
     for name, pid in replicas.items():
+        seen = first_seen.setdefault(pid, now)
         if answers.get(name):
             last_ok[pid] = now
-        elif pid in last_ok and now - last_ok[pid] >= limit_s:
-            print(f"watchdog: {name} (pid {pid}) has not answered /_stcore/health for {now - last_ok[pid]:.0f} s: "
+        elif (pid in last_ok and now - last_ok[pid] >= limit_s) or (
+            pid not in last_ok and now - seen >= max(4 * limit_s, 60.0)
+        ):
+            since = last_ok.get(pid, seen)
+            print(f"watchdog: {name} (pid {pid}) has not answered /_stcore/health for {now - since:.0f} s: "
                   "killed, supervisord starts it again", file=sys.stderr, flush=True)  # fmt: skip
             try:
                 os.killpg(pid, signal.SIGKILL)  # supervisord made it a process group leader
             except ProcessLookupError:
                 pass
-            del last_ok[pid]
+            last_ok.pop(pid, None)
     for pid in set(last_ok) - set(replicas.values()):  # gone
         del last_ok[pid]
+    for pid in set(first_seen) - set(replicas.values()):
+        del first_seen[pid]
 
 
 def main() -> None:
@@ -91,6 +101,7 @@ def main() -> None:
         "http://localhost", transport=UnixTransport(f"{os.environ['LAB_LOG_DIR']}/supervisor.sock")
     )
     last_ok: dict[int, float] = {}  # pid: when it last answered "ok"
+    first_seen: dict[int, float] = {}  # pid: when this watchdog first saw it running
     while True:
         sys.stdout.write("READY\n")
         sys.stdout.flush()
@@ -101,7 +112,7 @@ def main() -> None:
         sys.stdin.read(int(header.get("len", 0)))
         if header.get("eventname", "").startswith("TICK"):
             try:
-                check(supervisor, first_port, limit_s, last_ok)
+                check(supervisor, first_port, limit_s, last_ok, first_seen)
             except (OSError, xmlrpc.client.Error) as exc:  # supervisord busy or shutting down: next tick
                 print(f"watchdog: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         sys.stdout.write("RESULT 2\nOK")
