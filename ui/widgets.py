@@ -100,6 +100,7 @@ def text(name: str, container: Any = None, **kw: Any) -> str:
     value = _widget("text_area", name, container=container, height=80, max_chars=MAX_CHARS, **kw)
     # the browser drops a paste that would pass max_chars whole, and the server never hears of it: say so beforehand
     (container or st.sidebar).caption(f"At most {MAX_CHARS:,} characters: a longer paste is refused.")
+    _presenter_text(name, kw.get("label") or PARAMS[name].label or name)
     return value
 
 
@@ -215,9 +216,30 @@ def _copy_into(name: str, key: str) -> None:
     st.session_state.pop("_url_warnings", None)
 
 
+# This run's presenter "Sentence" box: {"box": its container, "names": the parameters it offers}. Every text control a
+# page draws (`text`: the sentence, the cross-attention page's key/value sentence, a prompt) adds its own box there,
+# drawn after the switch but shown in the same popover; None while presenter mode is off. Set at the top of every
+# run by `presenter_toggle`, which every page calls first (`show_url_warnings`).
+PRESENTER_BOX = "_presenter_box"
+
+
+def _presenter_text(name: str, label: str) -> None:
+    """In presenter mode, a box in the top bar's "Sentence" popover for the text parameter `name` (its sidebar or
+    page box may be hidden), with the same limit; once a run and parameter."""
+    presenter = st.session_state.get(PRESENTER_BOX)
+    if presenter is None or name in presenter["names"]:
+        return
+    presenter["names"].add(name)
+    key = "w:present:" + name  # the control's own box keeps w:NAME
+    st.session_state[key] = get(name)
+    presenter["box"].text_area(label, key=key, height=120 if name == "sentence" else 100, max_chars=MAX_CHARS,
+                               on_change=_copy_into, args=(name, key))  # fmt: skip
+
+
 def presenter_toggle() -> bool:
     """The presenter-mode switch: in the sidebar normally; at the top of the page while on, since the sidebar is
-    hidden then, beside a "Sentence" button where the class's own sentence is typed. Returns whether it is on.
+    hidden then, beside a "Sentence" button where the class's own sentence is typed (and every other text the page
+    takes: the cross-attention page's key/value sentence). Returns whether it is on.
 
     The link keeps present=true out (`ui.state.LINK_SKIP`): a student who opens the presenter's link gets the
     ordinary page, navigation and controls; `?present=true` still opens presenter mode.
@@ -226,16 +248,16 @@ def presenter_toggle() -> bool:
     help_text = (
         "For a projector: hides the controls and enlarges the type. Open a link with ?present=true to start in it."
     )
+    st.session_state[PRESENTER_BOX] = None
     if on:
         st.html(PRESENTER_CSS)
         row = st.container(horizontal=True, vertical_alignment="center", key="al-presenter")
         toggle("present", container=row, help=help_text)
         with row.popover("Sentence", icon=":material/edit:"):
-            key = "w:present:sentence"  # the sidebar's own box (hidden now) keeps w:sentence
-            st.session_state[key] = get("sentence")
-            st.text_area(PARAMS["sentence"].label or "sentence", key=key, height=120, max_chars=MAX_CHARS,
-                         on_change=_copy_into, args=("sentence", key))  # fmt: skip
-            st.caption("Ctrl+Enter or a click outside the box applies it.")
+            boxes = st.container()  # the page's text controls add theirs here, above the caption
+            st.caption(f"At most {MAX_CHARS:,} characters a box. Ctrl+Enter or a click outside the box applies it.")
+        st.session_state[PRESENTER_BOX] = {"box": boxes, "names": set()}
+        _presenter_text("sentence", PARAMS["sentence"].label or "sentence")
     else:
         toggle("present", container=st.sidebar, help=help_text)
     return on

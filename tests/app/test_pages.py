@@ -351,6 +351,30 @@ def test_cross_sliders_change_the_scores(key, value):
     assert not same(before, charts(run_widget(at, "slider", key, value)), CROSS_OMEGA)
 
 
+def test_cross_presenter_sentence_box_changes_the_key_sentence_too():
+    """Presenter mode hides the sidebar: its "Sentence" box offers the page's key/value sentence as well, with the
+    same limit as the page's box, and the keys (omega's columns) follow what the presenter types."""
+    at = page("cross_attention", present="true")
+    boxes = {t.key: t for t in at.text_area if t.key.startswith("w:present:")}
+    assert list(boxes) == ["w:present:sentence", "w:present:cross_sentence"]
+    assert {t.max_chars for t in boxes.values()} == {at.text_area(key="w:cross_sentence").max_chars} == {20_000}
+    assert boxes["w:present:cross_sentence"].label == "Key/value sentence (columns)"
+    at = run_widget(at, "text_area", "w:present:cross_sentence", "and it was served")
+    rows, cols = labels(at, "Omega = Q Kᵀ (6 × 4)")
+    assert cols == ["1 and", "2 it", "3 was", "4 served"] and rows[0] == "1 Life"
+    assert at.text_area(key="w:cross_sentence").value == "and it was served"  # the page's own box follows
+    assert at.query_params["cross_sentence"] == "and it was served"
+    at = run_widget(at, "text_area", "w:present:sentence", "The chef cooked")
+    assert labels(at, "Omega = Q Kᵀ (3 × 4)") == (["1 The", "2 chef", "3 cooked"], cols)
+    at = run_widget(at, "text_area", "w:present:cross_sentence", "")
+    assert len(at.error) == 1 and "cross sentence is empty" in at.error[0].value  # refused as the page's box is
+
+
+def test_presenter_sentence_box_offers_only_the_pages_own_texts():
+    at = page("self_attention", present="true")
+    assert [t.key for t in at.text_area if t.key.startswith("w:present:")] == ["w:present:sentence"]
+
+
 def test_cross_empty_second_sentence_is_refused():
     at = run_widget(page("cross_attention"), "text_area", "w:cross_sentence", "")
     assert len(at.error) == 1 and "cross sentence is empty" in at.error[0].value

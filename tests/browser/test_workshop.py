@@ -143,6 +143,31 @@ def test_the_sentence_is_typed_in_presenter_mode(projector, app_url, page_errors
     assert_clean(page, page_errors)
 
 
+def test_the_presenter_types_the_key_sentence_of_cross_attention(projector, app_url, page_errors, shoot):
+    """On the cross-attention page the presenter's "Sentence" box offers the key/value sentence too, and omega's
+    columns (the keys) follow what is typed there."""
+    page = projector
+    open_page(page, app_url, "cross_attention", "present=true")
+    wait_for_charts(page)
+    shoot(page, "presenter_cross_attention")
+    page.get_by_role("button", name=re.compile("Sentence")).click()
+    dialog = page.get_by_role("dialog")
+    assert dialog.get_by_role("textbox").count() == 2
+    box = dialog.get_by_role("textbox", name="Key/value sentence (columns)")
+    box.fill("and it was served")
+    box.press("Control+Enter")
+    poll(lambda: parse_qs(urlparse(page.url).query).get("cross_sentence"), lambda v: v == ["and it was served"])
+    settle(page)
+    wait_for_charts(page)
+    omega = [h for h in heatmaps(page) if h["title"].startswith("Omega")]
+    assert [(h["rows"], h["cols"]) for h in omega] == [(6, 4)], omega
+    cols = page.locator(".al-heatmap[data-drawn]").evaluate_all(
+        "els => els.filter(e => e.dataset.title.startsWith('Omega')).map(e => e.alState.header.cols)"
+    )
+    assert cols == [["1 and", "2 it", "3 was", "4 served"]], cols
+    assert_clean(page, page_errors)
+
+
 def test_the_clicker_drives_the_kv_cache_and_flashattention(projector, app_url, page_errors):
     page = projector
     open_page(page, app_url, "kv_cache")
