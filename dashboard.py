@@ -1,9 +1,12 @@
-"""Attention Lab: the frame. Page config, navigation over pages/, nothing else.
+"""Attention Lab: the frame. Page config, navigation over pages/, and the server's start-up warm-up.
 
 Each page's URL path is its file name (`/masks`, `/multi_head`): the path Streamlit's older
 folder-based navigation gives a file in pages/, so a share link opened on a freshly started
 server names the same page both ways (see `ui.ensure_frame`).
 """
+
+import threading
+from contextlib import asynccontextmanager
 
 import streamlit as st
 
@@ -58,5 +61,24 @@ def run() -> None:
     page.run()
 
 
-if __name__ == "__main__":
+def warm_up() -> None:
+    """What the first visitor's script run would otherwise wait for: `import ui` (torch, the package, the pages'
+    helpers: about 1.7 s on the 2-core test machine) and torch's first operations. A script run that asks for `ui`
+    meanwhile waits on Python's import lock and gets the module once this has finished importing it."""
+    import ui  # noqa: F401  (import ui also starts ui.lazy's warm-up of pandas and altair, after the first page)
+    from attention import Config, compute
+
+    compute(Config())
+
+
+@asynccontextmanager
+async def lifespan(_app):
+    # A thread: the server answers its health check and serves the browser its scripts while torch is imported.
+    threading.Thread(target=warm_up, name="warm-up", daemon=True).start()
+    yield None
+
+
+if __name__ == "__main__":  # a session's script run (Streamlit runs this file as __main__), or AppTest
     run()
+else:  # `streamlit run dashboard.py` imports this file to find `app` (st.App: the server, with a start-up hook)
+    app = st.App(__file__, lifespan=lifespan)

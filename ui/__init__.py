@@ -21,7 +21,7 @@ import threading
 import time
 
 from . import _frame as _frame  # first: see ui/_frame.py
-from . import budget, charts, exports, heatmaps, lessons, markup, results, state, widgets
+from . import budget, charts, exports, heatmaps, lazy, lessons, markup, results, state, widgets
 from .charts import band_chart, bars, chart, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
@@ -169,6 +169,7 @@ def finish() -> None:
     downloads all the page's figures."""
     state.finish()
     heatmaps.figures_archive()
+    lazy.page_drawn.set()
 
 
 _return_freed_memory()

@@ -14,7 +14,11 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 
 def frame_first() -> None:
-    if get_script_run_ctx() is None or not PagesManager.uses_pages_directory or st.session_state.get("_state_ready"):
+    if (
+        get_script_run_ctx(suppress_warning=True) is None
+        or not PagesManager.uses_pages_directory
+        or st.session_state.get("_state_ready")
+    ):
         return
     PagesManager.uses_pages_directory = False  # what st.navigation sets; ensure_frame does the same
     st.rerun()  # leaves this import unfinished: Python forgets the half-imported `ui`, and the rerun imports it

@@ -45,17 +45,21 @@ def warm(names: tuple[str, ...] = WARM) -> None:
 
 
 _started = threading.Event()
+# Set by ui.finish() at the end of every page's run: the first page of the first visitor has been drawn.
+page_drawn = threading.Event()
 
 
-def warm_after(thread: threading.Thread) -> None:
-    """Import WARM in a daemon thread once `thread` (the script run that imported ui) has finished; once a
-    process."""
+def warm_after(thread: threading.Thread, page_wait_s: float = 30.0) -> None:
+    """Import WARM in a daemon thread once `thread` (the script run that imported ui, or the server's start-up
+    warm-up: dashboard.warm_up) has finished and a first page has been drawn (or `page_wait_s` has passed), so
+    that the first visitor's run never shares the GIL with these imports; once a process."""
     if _started.is_set() or thread is threading.main_thread():  # not a Streamlit script run (a test, a shell)
         return
     _started.set()
 
     def run() -> None:
         thread.join()
+        page_drawn.wait(page_wait_s)
         warm()
         # No gc.freeze() here, unlike ui/__init__.py's at import time: by now other sessions' scripts are running,
         # and a freeze would make their namespaces (cycles through the pages' functions) uncollectable, with the
