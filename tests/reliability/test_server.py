@@ -7,6 +7,7 @@ every request to a host other than 127.0.0.1 aborted and recorded.
 from __future__ import annotations
 
 import re
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -192,3 +193,21 @@ def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path:
         context.close()
         live_server.stop(proc)
     assert outside == []
+
+
+def test_the_server_imports_torch_before_its_first_visitor(tmp_path: Path) -> None:
+    """dashboard.py's st.App lifespan imports `ui` (torch) when the server starts, so the first visitor's script run
+    does not wait for it; nothing connects here, and torch's library appears in the process anyway."""
+    port = live_server.free_port()
+    log = tmp_path / "streamlit.log"
+    proc = live_server.start(port, log)
+    try:
+        maps = Path(f"/proc/{proc.pid}/maps")
+        if not maps.exists():
+            pytest.skip("reads /proc (Linux)")
+        live_server.wait_for("torch in the server", lambda: "libtorch_cpu" in maps.read_text(), timeout=90)
+        time.sleep(2)  # the warm-up's first computation
+        assert "Traceback" not in log.read_text(), live_server.log_tail(log)
+        assert "missing ScriptRunContext" not in log.read_text()  # nothing of the warm-up speaks in the log
+    finally:
+        live_server.stop(proc)
