@@ -1,6 +1,6 @@
 // A presenter's clicker: it sends PageDown/PageUp (some send the arrow keys), and those keys move whatever the page
-// steps through (step mode's stages, the KV cache's decoding step, FlashAttention's key blocks) while such a
-// stepper is on the page. Keys typed into a control that uses them (a text box, a slider, a select) are left alone;
+// steps through (step mode's stages, the KV cache's decoding step, FlashAttention's key blocks, Watch it learn's
+// timeline) while such a stepper is on the page. Keys typed into a control that uses them (a text box, a slider, a select) are left alone;
 // a switch or a button does not use them, so the keys work right after step mode is switched on with the mouse
 // (the focus stays on the switch). With data.stage (a CSS selector), the stage is scrolled to the top of the
 // window when it first shows and whenever it changes: a clicker cannot scroll, and a stage fits a projector's 768 px.

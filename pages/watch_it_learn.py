@@ -39,6 +39,7 @@ except ValueError as exc:
 training.follow(settings)
 service = training.service()
 service.warm()  # the worker processes start while the visitor reads: Play then trains at once
+training.clicker(service.get(settings))  # a presenter's PageDown/PageUp: the next snapshot, or back
 training.buttons(settings, st)
 
 chance, name = tiny.CHANCE, settings.score_name
@@ -56,33 +57,22 @@ def live() -> None:
             f"Press **Play** to train this setting: {settings.steps} steps of batches of {settings.batch}, "
             f"{settings.parameters:,} weights. A run already trained on this server starts at once."
         )
+        training.curves(tiny.Run(settings, ()))  # empty: Vega's code loads now, not after Play
         return
     i = training.shown_index(job)
     said = training.progress(job, service.queue_position(job), service.workers)
     (st.info if said.moving else st.success if job.status == "done" else st.error)(said.words)
     run = job.run
     if not run.snapshots:
+        training.curves(run)
         return
     snap = run.snapshots[i]
     steps = [s.step for s in run.snapshots]
     st.session_state["tr:timeline"] = snap.step
     st.select_slider("Timeline: the snapshot shown", steps, key="tr:timeline", on_change=training.pick_step,
                      args=(steps,))  # fmt: skip
+    training.curves(run, snap.step)
     formed = run.formed
-    mark = {} if formed is None else {"mark_step": formed.step, "mark_label": f"{formed.name} forms"}
-    training.curve(training.loss_frame(run), training.curve_spec(
-        "Loss", "nats", "series", rule=chance, rule_label=f"chance: ln {tiny.VOCAB} = {chance:.2f}",
-        current=snap.step, height=170, **mark,
-    ), key="tr:loss")  # fmt: skip
-    left, right = st.columns(2)
-    training.curve(training.score_frame(run, "previous_token"), training.curve_spec(
-        "Previous-token score", "weight on the token before", "head", current=snap.step, y_max=1.0, height=150,
-    ), key="tr:prev", container=left)  # fmt: skip
-    if name != "previous_token":
-        training.curve(training.score_frame(run, name), training.curve_spec(
-            f"{name.capitalize()} score", "weight on the key that solves it", "head", rule=tiny.FORMED_SCORE,
-            rule_label="formed above 0.4", current=snap.step, y_max=1.0, height=150, **mark,
-        ), key="tr:task", container=right)  # fmt: skip
     if formed is not None:
         st.markdown(
             f"**{formed.name} formed at step {formed.step}**: from that snapshot on, its {name.replace('_', '-')} "

@@ -126,6 +126,16 @@ def _move_step(delta: int | None) -> None:
     put("step", min(max(step, 0), len(STAGES) - 1))
 
 
+def clicks(key: str, value: int, *, stage: str | None = None) -> int:
+    """This run's press of a presenter's clicker: +1 (PageDown or →), -1 (PageUp or ←), 0 (none). value: what the
+    page shows now; stage: a CSS selector of what to scroll to the window's top when it first shows and whenever the
+    value changes (step mode's stage), or None. One call a page, before the widgets that show the value."""
+    keys = _STEP_KEYS(key=f"keys:{key}", data={"step": value, "stage": stage}, on_move_change=ignore_event,
+                      height=0)  # fmt: skip
+    move = keys.get("move") if keys is not None else None
+    return 1 if move == "next" else -1 if move == "previous" else 0
+
+
 def clicker(name: str, last: int, *, stage: str | None = None) -> int:
     """A presenter's clicker (PageDown/PageUp, or the arrow keys) moves the int parameter `name` one on or back,
     within 0..last; returns its value. Call it before the widgets that show the parameter, so they show the move.
@@ -134,16 +144,12 @@ def clicker(name: str, last: int, *, stage: str | None = None) -> int:
     (step mode's stage); None leaves the page where it is.
     """
     value = min(max(int(get(name)), 0), last)
-    keys = _STEP_KEYS(key=f"keys:{name}", data={"step": value, "stage": stage}, on_move_change=ignore_event,
-                      height=0)  # fmt: skip
-    move = keys.get("move") if keys is not None else None
-    if move in ("next", "previous"):
-        moved = min(max(value + (1 if move == "next" else -1), 0), last)
-        if moved != value:
-            put(name, moved)
-            # the keys' component was drawn with the old value: run again, so that it (and the stage it scrolls
-            # to) shows the new one, as after a button's callback
-            st.rerun()
+    moved = min(max(value + clicks(name, value, stage=stage), 0), last)
+    if moved != value:
+        put(name, moved)
+        # the keys' component was drawn with the old value: run again, so that it (and the stage it scrolls to)
+        # shows the new one, as after a button's callback
+        st.rerun()
     return value
 
 

@@ -39,7 +39,7 @@ import streamlit as st
 
 from attention.models import tiny
 
-from . import charts, state
+from . import charts, lessons, state
 from .charts import PALETTE
 
 WORKERS = 2  # settings trained at once, server-wide (the others queue)
@@ -67,6 +67,12 @@ class Job:
     started: float | None = None
     finished: float | None = None
     created: float = field(default_factory=time.perf_counter)
+    changed: threading.Condition = field(default_factory=threading.Condition, repr=False)  # a chunk landed, or the end
+
+    def wait(self, snapshots: int, timeout: float) -> None:
+        """Until the run has this many snapshots or has finished training, at most `timeout` seconds."""
+        with self.changed:
+            self.changed.wait_for(lambda: len(self.snapshots) >= snapshots or self.finished_training, timeout)
 
     @property
     def finished_training(self) -> bool:
@@ -105,15 +111,12 @@ class Service:
             return self._pool
 
     def warm(self) -> Future | None:
-        """Start the worker processes now (importing torch takes a second or two), so Play starts at once. Training
-        in this process: train two throwaway steps once, in a thread of its own (torch's first backward and AdamW
-        step import torch._dynamo: about 1 s and 70 MB, once per process), so the first Play trains at once."""
+        """Start the worker processes now (importing torch and `tiny.warm` take a few seconds), so Play starts at
+        once. Training in this process: `tiny.warm` once, in a thread of its own, so the first Play trains at once."""
         if not self.processes:
             with self._lock:
                 if self._warmed is None:
-                    self._warmed = ThreadPoolExecutor(1, thread_name_prefix="train-warm").submit(
-                        tiny.advance, tiny.Settings(steps=2, every=1).to_dict(), None, 2
-                    )
+                    self._warmed = ThreadPoolExecutor(1, thread_name_prefix="train-warm").submit(tiny.warm)
                 return self._warmed
         if self._pool is not None:  # started already (or by a run)
             return None
@@ -173,7 +176,9 @@ class Service:
                 else:
                     state, snaps, stopped = tiny.advance(settings, state, steps)
                     time.sleep(THREAD_PAUSE_S)
-                job.snapshots.extend(tiny.Snapshot.from_dict(s) for s in snaps)
+                with job.changed:
+                    job.snapshots.extend(tiny.Snapshot.from_dict(s) for s in snaps)
+                    job.changed.notify_all()
                 if stopped is not None:
                     job.status, job.message = "stopped", stopped
                     break
@@ -189,6 +194,8 @@ class Service:
             job.status, job.message = "failed", f"training failed: {exc}"
         finally:
             job.finished = time.perf_counter()
+            with job.changed:
+                job.changed.notify_all()
         with self._lock:
             self._evict()
         timer = threading.Timer(self.idle_s, self._stop_if_idle)
@@ -339,6 +346,28 @@ def curve(frame: pd.DataFrame, spec: dict, *, key: str, container: Any = None) -
     charts.chart(frame, spec, height="content", key=key, container=container)
 
 
+def curves(run: tiny.Run, at: int | None = None) -> None:
+    """The loss and the heads' scores over the steps, a grey rule at step `at` (the snapshot shown) and a red one where
+    a head formed. A run with no snapshot yet draws them empty (axes, chance, the threshold): the browser then fetches
+    and compiles Vega's code (a 775 kB chunk, loaded on the first chart) while the visitor reads, not after Play,
+    where it took 0.5-1.6 s of the first redraw (measured at load 7-11), and Play only adds the points."""
+    name, formed = run.settings.score_name, run.formed
+    mark = {} if formed is None else {"mark_step": formed.step, "mark_label": f"{formed.name} forms"}
+    curve(loss_frame(run), curve_spec(
+        "Loss", "nats", "series", rule=tiny.CHANCE, rule_label=f"chance: ln {tiny.VOCAB} = {tiny.CHANCE:.2f}",
+        current=at, height=170, **mark,
+    ), key="tr:loss")  # fmt: skip
+    left, right = st.columns(2)
+    curve(score_frame(run, "previous_token"), curve_spec(
+        "Previous-token score", "weight on the token before", "head", current=at, y_max=1.0, height=150,
+    ), key="tr:prev", container=left)  # fmt: skip
+    if name != "previous_token":
+        curve(score_frame(run, name), curve_spec(
+            f"{name.capitalize()} score", "weight on the key that solves it", "head", rule=tiny.FORMED_SCORE,
+            rule_label="formed above 0.4", current=at, y_max=1.0, height=150, **mark,
+        ), key="tr:task", container=right)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Progress:
     """What a page says about a run: its status in words and whether it still moves."""
@@ -366,7 +395,7 @@ def progress(job: Job, position: int, workers: int = WORKERS) -> Progress:
 
 PLAYING, SHOWN, FOR = "tr:playing", "tr:shown", "tr:for"  # session keys: playing?, the snapshot shown, its run
 TICK_S = 0.5  # while playing, the live view redraws this often (each redraw is a rerun of the page's live part)
-FIRST_WAIT_S = 0.5  # Play waits at most this long for a new run's first chunk: the first redraw shows a curve
+FIRST_WAIT_S = 1.0  # Play waits at most this long for a new run's first chunk: the first redraw shows a curve
 
 
 def settings_values() -> dict[str, Any]:
@@ -383,10 +412,12 @@ def follow(settings: tiny.Settings) -> None:
 
 def play(settings: dict[str, Any]) -> None:
     """Play: train the setting (or join its run), and follow it; a finished run replays from the start."""
-    job = service().start(tiny.Settings.from_dict(settings))
-    deadline = time.monotonic() + FIRST_WAIT_S
-    while len(job.snapshots) < 2 and not job.finished_training and time.monotonic() < deadline:
-        time.sleep(0.02)  # the first chunk is 25 steps, tens of ms: without the wait the curve moves a tick later
+    server = service()
+    job = server.start(tiny.Settings.from_dict(settings))
+    if server.queue_position(job) < server.workers:  # it trains now (a queued run would keep the page waiting)
+        # The first chunk is 25 steps, about 0.1 s on a warm worker: drawn as soon as it lands, the first redraw
+        # shows the curve moving; without the wait it would move a tick (TICK_S) later.
+        job.wait(2, FIRST_WAIT_S)
     ss = st.session_state
     if job.finished_training and ss.get(SHOWN, 0) >= len(job.snapshots) - 1:
         ss[SHOWN] = 0
@@ -413,6 +444,18 @@ def pick_step(steps: list[int]) -> None:
     """The timeline moved: show that snapshot, paused."""
     st.session_state[PLAYING] = False
     st.session_state[SHOWN] = steps.index(st.session_state["tr:timeline"])
+
+
+def clicker(job: Job | None) -> None:
+    """A presenter's clicker on the timeline: PageDown or → shows the next snapshot, PageUp or ← the one before,
+    paused (as moving the timeline does). Call it before `buttons`, so that Play and Pause show the pause."""
+    ss = st.session_state
+    last = len(job.snapshots) - 1 if job is not None else -1
+    shown = min(ss.get(SHOWN, 0), max(last, 0))
+    move = lessons.clicks("timeline", shown)
+    if move and last >= 0:
+        ss[PLAYING] = False
+        ss[SHOWN] = min(max(shown + move, 0), last)
 
 
 def buttons(settings: tiny.Settings, container: Any) -> None:

@@ -194,6 +194,38 @@ def test_the_clicker_drives_the_kv_cache_and_flashattention(projector, app_url, 
     assert_clean(page, page_errors)
 
 
+def shown_step(page) -> int | None:
+    """The step of the snapshot Watch it learn shows ("Step 40: loss on the repeated half ..."), None before one."""
+    said = page.locator('[data-testid="stMarkdown"]').filter(has_text=re.compile(r"^Step \d+:")).all_inner_texts()
+    return int(re.match(r"Step (\d+)", said[0]).group(1)) if said else None
+
+
+def test_the_clicker_drives_watch_it_learns_timeline(projector, app_url, page_errors):
+    """PageDown shows the next snapshot of a trained run and PageUp the one before, right after a click on a button;
+    Play still replays to the end afterwards."""
+    page = projector
+    open_page(page, app_url, "watch_it_learn", "train_steps=100&train_every=20")  # snapshots at 0, 20, ..., 100
+    page.get_by_role("button", name=re.compile("Play")).click()
+    play = page.get_by_role("button", name=re.compile("Play"))
+    poll(lambda: (shown_step(page), play.is_enabled()), lambda v: v == (100, True), timeout_s=120)
+    settle(page)
+    assert shown_step(page) == 100 and page.get_by_text(re.compile("Trained: 100 steps")).count() == 1
+    page.get_by_role("button", name=re.compile("Reset")).click()  # the mouse: the focus stays on the button
+    poll(lambda: shown_step(page), lambda v: v == 0)
+    settle(page)
+    for key, step in (("PageDown", 20), ("PageDown", 40), ("ArrowRight", 60), ("PageUp", 40), ("ArrowLeft", 20)):
+        page.keyboard.press(key)
+        poll(lambda: shown_step(page), lambda v, s=step: v == s)
+        settle(page)
+        assert shown_step(page) == step, f"after {key}"
+        timeline = page.get_by_role("slider", name=re.compile("Timeline"))
+        assert timeline.get_attribute("aria-valuetext") == str(step), timeline.get_attribute("aria-valuetext")
+    play.click()  # Play replays from the snapshot shown to the end, and stops there
+    poll(lambda: (shown_step(page), play.is_enabled()), lambda v: v == (100, True), timeout_s=60)
+    assert shown_step(page) == 100 and play.is_enabled()
+    assert_clean(page, page_errors)
+
+
 def test_the_presenters_link_opens_the_ordinary_page_with_navigation(browser, projector, app_url, page_errors):
     """present=true and other pages' settings stay out of the link a page writes: a student who opens the presenter's
     link gets the page with its navigation and controls."""
