@@ -2,15 +2,16 @@
 visitor's rerun while four new trainings run.
 
     python benchmarks/bench_train.py formed [--seeds 5] [--control]   # tiny.train to the formed head, per seed
-    python benchmarks/bench_train.py browser [--shots DIR]           # Play -> first moving curve, 1024 x 768
+    python benchmarks/bench_train.py browser [--runs 3] [--train-in process|thread] [--shots DIR]  # Play -> curve
     python benchmarks/bench_train.py latency [--reruns 15] [--steps 1000]  # another session's rerun: idle, 4 trainings
 
 `formed` trains in this process on one thread (the numbers are the tests'); `--control` adds the 1-layer control's
-3,000 steps. `browser` starts `streamlit run dashboard.py`, opens the page with a seed no run has used, waits for
-the worker processes (the page starts them on opening), clicks Play and counts until the loss chart is drawn (its
-first drawing has two snapshots: steps 0 and 25), then does the same on a second page for the setting now kept
-(a class pressing Play on one setting): the curve has moved when the chart is drawn and the page names a snapshot
-after step 0. `latency` keeps one session rerunning the self-attention page over the
+3,000 steps. `browser` starts `streamlit run dashboard.py` (a fresh server each run; `--train-in` sets
+ATTENTION_LAB_TRAIN_IN), opens the page at 1024 x 768 with a seed no run has used, waits 8 s (the page starts and
+warms the worker processes on opening; a person reads), clicks Play and counts until the curve has moved: the loss
+chart's line holds two points or more (steps 0 and 25) and the page names a snapshot after step 0; then does the same
+on a second page for the setting now kept (a class pressing Play on one setting). `latency` keeps one session
+rerunning the self-attention page over the
 websocket and reports its rerun times with nothing training, then while four other sessions press Play on four new
 settings (two train, two queue). A benchmark, not a test: timings vary with the machine and its load.
 """
@@ -65,47 +66,57 @@ def bench_formed(seeds: int, control: bool) -> None:
 
 # --------------------------------------------------------------------------- browser
 
-CHART = "[data-testid='stVegaLiteChart']"
-# the curve has moved: the loss chart is drawn and the page names a snapshot after step 0
-MOVED = (
-    f'document.querySelectorAll("{CHART} svg, {CHART} canvas").length > 0 && '
-    "[...document.querySelectorAll('[data-testid=stMarkdownContainer]')].some(e => /Step [1-9][0-9]*: loss/.test("
-    "e.innerText))"
-)
+# the curve has moved: the loss chart's line (Vega's SVG path, "M x,y L x,y ...") holds two points or more (the
+# charts are drawn empty before Play), and the page names a snapshot after step 0
+MOVED = """() => {
+    const line = document.querySelector("[data-testid='stVegaLiteChart'] .mark-line path");
+    return (line?.getAttribute("d") || "").split("L").length > 1 && [...document.querySelectorAll(
+        "[data-testid=stMarkdownContainer]")].some(e => /Step [1-9][0-9]*: loss/.test(e.innerText));
+}"""
+WHO = ("first visitor (trains)", "second visitor (the run is kept)")
 
 
-def bench_browser(shots: Path | None) -> None:
+def bench_browser(runs: int, train_in: str | None, shots: Path | None) -> None:
     import live_server
     from playwright.sync_api import sync_playwright
 
-    port = live_server.free_port()
-    server = live_server.start(port, Path("/tmp/bench_train_browser.log"))
-    seed = random.randrange(1000, 9999)  # a setting no run on this server has used
-    url = f"http://{live_server.LOOPBACK}:{port}/watch_it_learn?train_seed={seed}"
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=live_server.require_chromium(), args=live_server.CHROMIUM_ARGS)
-            figures = []
-            for who in ("first visitor (trains)", "second visitor (the run is kept)"):
-                page = browser.new_page(viewport={"width": 1024, "height": 768})
-                page.goto(url)
-                play = page.get_by_role("button", name="Play")
-                play.wait_for(timeout=120_000)
-                time.sleep(8)  # the workers start when the page opens; a person reads before pressing Play
-                start = time.perf_counter()
-                play.click()
-                page.wait_for_function(MOVED, timeout=300_000, polling=20)
-                figures.append((who, time.perf_counter() - start))
-                if shots is not None:
-                    shots.mkdir(parents=True, exist_ok=True)
-                    page.wait_for_selector("text=Trained", timeout=300_000)
-                    page.screenshot(path=str(shots / f"watch_it_learn_{len(figures)}.png"), full_page=True)
-                page.close()
-            browser.close()
-    finally:
-        live_server.stop(server)
-    for who, seconds in figures:
-        print(f"Play to the first moving curve, {who}: {1000 * seconds:.0f} ms ({load()})")
+    if train_in is not None:
+        os.environ["ATTENTION_LAB_TRAIN_IN"] = train_in  # the server inherits it
+    figures: dict[str, list[float]] = {who: [] for who in WHO}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=live_server.require_chromium(), args=live_server.CHROMIUM_ARGS)
+        for run in range(runs):
+            port = live_server.free_port()
+            server = live_server.start(port, Path("/tmp/bench_train_browser.log"))
+            seed = random.randrange(1000, 9999)  # a setting no run on this server has used
+            url = f"http://{live_server.LOOPBACK}:{port}/watch_it_learn?train_seed={seed}"
+            try:
+                for who in WHO:
+                    page = browser.new_page(viewport={"width": 1024, "height": 768})  # a context of its own
+                    page.goto(url)
+                    play = page.get_by_role("button", name="Play")
+                    play.wait_for(timeout=120_000)
+                    time.sleep(8)  # the workers start when the page opens; a person reads before pressing Play
+                    start = time.perf_counter()
+                    play.click()
+                    page.wait_for_function(MOVED, timeout=300_000, polling=20)
+                    figures[who].append(time.perf_counter() - start)
+                    print(f"run {run + 1}, Play to the first moving curve, {who}: {1000 * figures[who][-1]:.0f} ms "
+                          f"({load()})", flush=True)  # fmt: skip
+                    if shots is not None:
+                        shots.mkdir(parents=True, exist_ok=True)
+                        page.wait_for_selector("text=Trained", timeout=300_000)
+                        page.screenshot(path=str(shots / f"watch_it_learn_{run + 1}_{len(figures[who])}.png"),
+                                        full_page=True)  # fmt: skip
+                    page.close()
+            finally:
+                live_server.stop(server)
+        browser.close()
+    mode = os.environ.get("ATTENTION_LAB_TRAIN_IN") or "the server's choice"
+    for who, seconds in figures.items():
+        ms = sorted(round(1000 * s) for s in seconds)
+        print(f"Play to the first moving curve, {who}, training in {mode}: median {statistics.median(ms):.0f} ms "
+              f"of {len(ms)} ({', '.join(map(str, ms))})")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- latency
@@ -201,13 +212,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--control", action="store_true")
     parser.add_argument("--shots", type=Path)
+    parser.add_argument("--runs", type=int, default=3, help="browser: fresh servers, one new setting each")
+    parser.add_argument("--train-in", choices=("process", "thread"), help="browser: ATTENTION_LAB_TRAIN_IN")
     parser.add_argument("--reruns", type=int, default=15)
     parser.add_argument("--steps", type=int, default=1000, help="latency: each training's steps")
     args = parser.parse_args()
     if args.part == "formed":
         bench_formed(args.seeds, args.control)
     elif args.part == "browser":
-        bench_browser(args.shots)
+        bench_browser(args.runs, args.train_in, args.shots)
     else:
         bench_latency(args.reruns, args.steps)
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
-from charts import heatmaps, open_page
+from charts import _walk, heatmaps, open_page
+from streamlit.testing.v1 import AppTest
 
 from attention.models import tiny
 from ui import training
@@ -33,6 +37,27 @@ def in_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[training.Service]:
     monkeypatch.setattr(training, "service", lambda: service)
     yield service
     service.shutdown()
+
+
+def curves(at: AppTest) -> dict[str, int]:
+    """Each Vega chart on the page by title: the rows of data it draws."""
+    out = {}
+    for node in _walk(at._tree):
+        if getattr(node, "type", None) == "vega_lite_chart":
+            rows = pa.ipc.open_stream(node.proto.data.data).read_all().num_rows if node.proto.data.data else 0
+            out[json.loads(node.proto.spec)["title"]] = rows
+    return out
+
+
+def test_the_curves_are_drawn_empty_before_play(in_thread: training.Service) -> None:
+    """Before Play the charts stand empty (the browser loads Vega's code while the visitor reads); Play fills them."""
+    at = open_page("watch_it_learn", **SMALL)
+    assert curves(at) == {"Loss": 0, "Previous-token score": 0, "Induction score": 0}
+    at.button(key="tr:play").click().run()
+    wait(in_thread.get(tiny.Settings(steps=50, every=25)))
+    at.run()
+    # 3 snapshots: two loss series a snapshot, a score a head (2 layers x 2 heads)
+    assert curves(at) == {"Loss": 6, "Previous-token score": 12, "Induction score": 12}
 
 
 def test_play_trains_and_the_page_draws_every_snapshot(in_thread: training.Service) -> None:
@@ -139,6 +164,34 @@ def test_worker_processes_train_the_same_numbers_at_low_priority_and_end_when_id
             time.sleep(0.1)
         assert [s.to_dict() for s in job.snapshots] == [s.to_dict() for s in tiny.train(settings).snapshots]
     finally:
+        service.shutdown()
+
+
+def test_a_runs_first_chunk_trains_in_the_server_not_behind_a_busy_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first curve never waits for a worker process (a nice-19 one is starved on a busy machine): the server trains
+    each run's first chunk itself, the workers the rest, with the same numbers as one uninterrupted run."""
+    gate, calls = threading.Event(), []
+
+    class Busy:  # a pool whose workers are all busy until the gate opens
+        def submit(self, fn, *args):  # noqa: ANN001, ANN202
+            calls.append(args[1]["step"])
+            future: Future = Future()
+            threading.Thread(target=lambda: (gate.wait(60), future.set_result(fn(*args)))).start()
+            return future
+
+    service = training.Service(workers=1, processes=True)
+    monkeypatch.setattr(service, "_get_pool", lambda: Busy())
+    try:
+        settings = tiny.Settings(steps=100, every=25, seed=4)
+        job = service.start(settings)
+        job.wait(2, 60)
+        assert [s.step for s in job.snapshots] == [0, 25] and job.status == "training"
+        gate.set()
+        wait(job)
+        assert calls == [25]  # one chunk of the rest (CHUNK snapshots), from the server's state
+        assert [s.to_dict() for s in job.snapshots] == [s.to_dict() for s in tiny.train(settings).snapshots]
+    finally:
+        gate.set()
         service.shutdown()
 
 
