@@ -21,9 +21,10 @@ function chartTitle(embed) {
   return (title && title.textContent) || "";
 }
 
-// A Vega chart's SVG as a standalone file: the page background behind it, and gradients (colour bars) referenced
-// by id instead of by the page's address (Vega writes url(<address>#gradient_n)).
-function chartSvg(embed) {
+// A Vega chart's SVG as a standalone file: the page background behind it, gradients (colour bars) referenced by id
+// instead of by the page's address (Vega writes url(<address>#gradient_n)), and the fonts of its text inline
+// (assets/fonts.js: the PNG is drawn from this SVG through an <img>, which cannot reach the page's web fonts).
+async function chartSvg(embed) {
   const svg = embed.querySelector("svg");
   const copy = svg.cloneNode(true);
   copy.setAttribute("xmlns", "http://www.w3.org/2000/svg");
@@ -37,12 +38,18 @@ function chartSvg(embed) {
   rect.setAttribute("height", "100%");
   rect.setAttribute("fill", background());
   copy.insertBefore(rect, copy.firstChild);
+  const fonts = await embeddedFonts(textFonts(svg));
+  if (fonts) {
+    const style = document.createElementNS("http://www.w3.org/2000/svg", "style");
+    style.textContent = fonts;
+    copy.insertBefore(style, copy.firstChild);
+  }
   const text = new XMLSerializer().serializeToString(copy).replace(/url\((['"]?)[^)#'"]*#/g, "url($1#");
   return { blob: new Blob(['<?xml version="1.0" encoding="UTF-8"?>\n', text], { type: "image/svg+xml" }), width, height };
 }
 
-function chartPng(embed, factor = 2) {
-  const { blob, width, height } = chartSvg(embed);
+async function chartPng(embed, factor = 2) {
+  const { blob, width, height } = await chartSvg(embed);
   const url = URL.createObjectURL(blob);
   return new Promise((resolve, reject) => {
     const image = new Image();
@@ -93,7 +100,7 @@ function addTools() {
       button.textContent = `⤓ ${text}`;
       button.setAttribute("aria-label", `Download ${chartTitle(embed) || "chart"} as ${text}`);
       button.addEventListener("click", async () => {
-        const blob = format === "png" ? await chartPng(embed) : chartSvg(embed).blob;
+        const blob = format === "png" ? await chartPng(embed) : (await chartSvg(embed)).blob;
         save(blob, `${chartName(embed)}.${format}`);
       });
       bar.append(button);
@@ -163,7 +170,7 @@ async function allFiles() {
   for (const embed of charts()) {
     const name = chartName(embed);
     files.push({ name: `${name}.png`, blob: await chartPng(embed) });
-    files.push({ name: `${name}.svg`, blob: chartSvg(embed).blob });
+    files.push({ name: `${name}.svg`, blob: (await chartSvg(embed)).blob });
   }
   // one name a file: a second "softmax-weights.png" becomes "softmax-weights-2.png"
   const seen = new Map();

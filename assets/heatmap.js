@@ -451,24 +451,31 @@ function svgContext(width, height) {
         parts.push(`<image x="${x}" y="${y}" width="${w}" height="${h}" preserveAspectRatio="none"${smooth} href="${image.toDataURL("image/png")}"/>`);
       }
     },
-    toString() {
-      return `<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(width)}" height="${Math.ceil(height)}" viewBox="0 0 ${Math.ceil(width)} ${Math.ceil(height)}">\n${parts.join("\n")}\n</svg>\n`;
+    // fonts: @font-face rules for the text (assets/fonts.js), so it reads in the app's font wherever it opens
+    toString(fonts = "") {
+      const style = fonts ? `<style><![CDATA[\n${fonts}\n]]></style>\n` : "";
+      return `<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(width)}" height="${Math.ceil(height)}" viewBox="0 0 ${Math.ceil(width)} ${Math.ceil(height)}">\n${style}${parts.join("\n")}\n</svg>\n`;
     },
   };
   return ctx;
 }
 
-function heatmapSvg(root) {
+async function heatmapSvg(root) {
   const state = root.alState;
   const L = state.layout;
   const ctx = svgContext(L.width, L.height);
   render(ctx, state, L, inkOf(root), pageBackground());
-  return new Blob([ctx.toString()], { type: "image/svg+xml" });
+  const fonts = await embeddedFonts([{ family: L.family, style: "normal" }]);
+  return new Blob([ctx.toString(fonts)], { type: "image/svg+xml" });
 }
 
-function heatmapPng(root, factor = 2) {
+// Drawn on a canvas of the page, so in the page's own fonts: the font is made sure of first (the title's weight and
+// the numbers' may not have been drawn on the page yet).
+async function heatmapPng(root, factor = 2) {
   const state = root.alState;
   const L = state.layout;
+  const fonts = [`${L.rowFont}px ${L.family}`, `600 ${L.titleSize}px ${L.family}`];
+  await Promise.all(fonts.map((font) => document.fonts.load(font)));
   const canvas = document.createElement("canvas");
   canvas.width = Math.round(L.width * factor);
   canvas.height = Math.round(L.height * factor);
@@ -501,7 +508,7 @@ window.alHeatmapFiles = async () => {
     if (!root.alState || !root.alState.layout) continue;
     const name = slug(root.dataset.title);
     files.push({ name: `${name}.png`, blob: await heatmapPng(root) });
-    files.push({ name: `${name}.svg`, blob: heatmapSvg(root) });
+    files.push({ name: `${name}.svg`, blob: await heatmapSvg(root) });
   }
   return files;
 };
@@ -518,7 +525,7 @@ function toolbar(root) {
     button.addEventListener("click", async () => {
       if (!root.alState.layout) return;
       const name = `${slug(root.dataset.title)}.${format}`;
-      save(format === "png" ? await heatmapPng(root) : heatmapSvg(root), name);
+      save(format === "png" ? await heatmapPng(root) : await heatmapSvg(root), name);
     });
     bar.append(button);
   }

@@ -26,16 +26,18 @@ ANNOTATE_MAX = 16  # matrices up to 16 x 16 print their values in the cells
 # gigabytes in the browser. The component draws the cells as one image at any size and does the labels,
 # legend, hover readout and row clicks itself. Each run sends a compact binary payload (`heatmap_payload`).
 ASSETS = Path(__file__).parent.parent / "assets"
+# assets/fonts.js goes in front of both components' scripts: downloaded figures carry the app's font (see there)
+_FONTS_JS = (ASSETS / "fonts.js").read_text(encoding="utf-8")
 _HEATMAP = st.components.v2.component(
     "attention_lab.heatmap",
-    js=(ASSETS / "heatmap.js").read_text(encoding="utf-8"),
+    js=_FONTS_JS + (ASSETS / "heatmap.js").read_text(encoding="utf-8"),
     css=(ASSETS / "heatmap.css").read_text(encoding="utf-8"),
     isolate_styles=False,  # one style sheet, every rule under .al-heatmap; tests and benchmarks read its DOM
 )
 HEATMAP_KINDS = ("diverging", "weights", "mask")
 # PNG/SVG buttons on every Vega-Lite chart, and the page's "All figures" archive (the heatmaps have their own buttons)
 _FIGURES = st.components.v2.component(
-    "attention_lab.figures", js=(ASSETS / "figures.js").read_text(encoding="utf-8"), isolate_styles=False
+    "attention_lab.figures", js=_FONTS_JS + (ASSETS / "figures.js").read_text(encoding="utf-8"), isolate_styles=False
 )
 
 

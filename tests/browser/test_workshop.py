@@ -5,6 +5,7 @@ screen, figures that download for slides, and a very long word that does not fre
 
 from __future__ import annotations
 
+import base64
 import io
 import re
 import struct
@@ -306,7 +307,8 @@ def test_figures_download_as_png_and_svg_with_their_titles(browser, app_url, dow
         assert svg.startswith("<?xml") and "<svg" in svg and ">Softmax weights</text>" in svg
         assert ">5 dessert</text>" in svg and ">1.00</text>" in svg  # the labels and the colour bar
         background = page.evaluate("getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor")
-        assert svg.split("\n")[2].endswith(f'fill="{background}"/>'), svg[:400]  # the theme's background first
+        first = svg.split("]]></style>\n", 1)[-1].split("\n")[0]  # after the app's font (see the test below)
+        assert first.startswith('<rect x="0.00" y="0.00"') and first.endswith(f'fill="{background}"/>'), svg[:400]
         ink = figure.evaluate("e => getComputedStyle(e).color")
         assert f'fill="{ink}" style="font: 600' in svg  # the title in the theme's ink
 
@@ -325,6 +327,116 @@ def test_figures_download_as_png_and_svg_with_their_titles(browser, app_url, dow
             png_size(archive.read(name))
         assert all(b"<svg" in archive.read(n) for n in svgs)
         assert not errors, errors
+    finally:
+        context.close()
+
+
+# Every SVG blob the page turns into an address (the PNG of a Vega chart is drawn from one through an <img>).
+RECORD_SVGS_JS = """
+window.alSvgBlobs = [];
+const createObjectURL = URL.createObjectURL;
+URL.createObjectURL = (blob) => {
+  if (blob instanceof Blob && blob.type === "image/svg+xml") window.alSvgBlobs.push(blob);
+  return createObjectURL.call(URL, blob);
+};
+"""
+# An SVG drawn at 2x through an <img>, as assets/figures.js draws a chart's PNG: a PNG data: URL.
+RASTERIZE_JS = """async ([svg, width, height]) => {
+  const url = URL.createObjectURL(new Blob([svg], {type: "image/svg+xml"}));
+  const image = new Image();
+  await new Promise((resolve, reject) => { image.onload = resolve; image.onerror = reject; image.src = url; });
+  const canvas = document.createElement("canvas");
+  canvas.width = 2 * width;
+  canvas.height = 2 * height;
+  const ctx = canvas.getContext("2d");
+  ctx.scale(2, 2);
+  ctx.drawImage(image, 0, 0, width, height);
+  return canvas.toDataURL("image/png");
+}"""
+# Source Sans's upright face inline: its woff2 is 170 kB, so more than 100,000 characters of base64
+FONT_FACE = re.compile(
+    r'@font-face \{ font-family: "Source Sans"; font-style: normal;[^}]*src: url\("data:[^"]{100000,}"'
+)
+
+
+def pixels(png: bytes):
+    from PIL import Image
+
+    return Image.open(io.BytesIO(png)).convert("RGB")
+
+
+def changed(a, b) -> float:
+    """The share of pixels that differ between two images of one size."""
+    from PIL import ImageChops
+
+    assert a.size == b.size, (a.size, b.size)
+    diff = ImageChops.difference(a, b).convert("L").point(lambda v: 255 if v > 16 else 0)
+    return diff.histogram()[255] / (a.size[0] * a.size[1])
+
+
+def rasterized(page, svg: str) -> bytes:
+    """The SVG as the page draws it through an <img> at 2x (no @font-face: drawn in a system font)."""
+    width, height = (int(float(v)) for v in re.search(r'<svg[^>]* width="([\d.]+)" height="([\d.]+)"', svg).groups())
+    data = page.evaluate(RASTERIZE_JS, [svg, width, height])
+    return base64.b64decode(data.split(",", 1)[1])
+
+
+def without_fonts(svg: str) -> str:
+    return re.sub(r"<style>.*?</style>", "", svg, flags=re.S)
+
+
+def test_downloaded_figures_carry_the_apps_font(browser, app_url, downloads_dir):
+    """A heatmap's and a Vega chart's PNG and SVG are in Source Sans, the page's font: the SVGs carry it as an
+    @font-face with the font inline (fetched from the app's own server, nothing else), the chart's PNG is drawn from
+    such an SVG and differs from the same SVG drawn without it, and the heatmap's PNG differs from one drawn in the
+    fallback font."""
+    context = browser.new_context(viewport=PROJECTOR, accept_downloads=True)
+    try:
+        page = context.new_page()
+        page.add_init_script(RECORD_SVGS_JS)
+        requests: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        open_page(page, app_url, "self_attention")
+        wait_for_charts(page)
+        assert page.evaluate("getComputedStyle(document.body).fontFamily").startswith('"Source Sans"')
+        figure = page.locator(".al-heatmap").filter(has=page.locator("canvas")).nth(2)  # the softmax weights
+        figure.hover()
+
+        def download(locator, name: str, prefix: str = "font") -> bytes:
+            with page.expect_download() as info:
+                locator.get_by_role("button", name=re.compile(f"as {name}")).click()
+            path = downloads_dir / f"{prefix}-{info.value.suggested_filename}"
+            info.value.save_as(path)
+            return path.read_bytes()
+
+        png = download(figure, "PNG")
+        svg = download(figure, "SVG").decode("utf-8")
+        assert FONT_FACE.search(svg), svg[:600]
+        assert "Source Sans" in svg.split("</style>", 1)[1]  # the text asks for it
+        assert changed(pixels(rasterized(page, svg)), pixels(rasterized(page, without_fonts(svg)))) > 0.002
+        # the PNG is drawn on a canvas of the page, in the page's fonts: in the fallback font it would differ
+        family = figure.evaluate("e => e.alState.layout.family")
+        assert page.evaluate(f"document.fonts.check('16px {family}')")
+        figure.evaluate("e => { e.alState.layout.family = 'sans-serif'; }")
+        fallback = download(figure, "PNG", "fallback-font")
+        figure.evaluate(f"e => {{ e.alState.layout.family = {family!r}; }}")
+        assert changed(pixels(png), pixels(fallback)) > 0.002
+
+        open_page(page, app_url, "scaling")
+        wait_for_charts(page)
+        page.wait_for_timeout(1000)  # the charts' buttons are added just after they draw
+        chart = page.locator(".vega-embed").filter(has=page.locator("svg")).first
+        chart.hover()
+        count = page.evaluate("window.alSvgBlobs.length")
+        png = download(chart, "PNG")
+        drawn_from = page.evaluate(f"window.alSvgBlobs[{count}].text()")  # the SVG the PNG was drawn from
+        assert FONT_FACE.search(drawn_from), drawn_from[:600]
+        assert changed(pixels(png), pixels(rasterized(page, drawn_from))) < 0.001
+        assert changed(pixels(png), pixels(rasterized(page, without_fonts(drawn_from)))) > 0.002
+        svg = download(chart, "SVG").decode("utf-8")
+        assert FONT_FACE.search(svg) and 'font-family="&quot;Source Sans&quot;' in svg, svg[:600]
+        outside = [u for u in requests if not u.startswith((app_url, "data:", "blob:"))]
+        assert not outside, outside
     finally:
         context.close()
 
