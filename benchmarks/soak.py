@@ -387,8 +387,9 @@ def soak(args: argparse.Namespace) -> dict:
                 try:
                     for (p, n), future in zip(plan, futures, strict=True):
                         visits[-1].append(future.result())
-                        resident = sampler.samples[-1][1] if sampler.samples else 0
-                        print(f"round {r + 1} visitor {n} ({p}): {resident:.0f} MB", file=sys.stderr, flush=True)
+                        _, resident, anonymous, _ = sampler.samples[-1] if sampler.samples else (0, 0, 0, "")
+                        print(f"round {r + 1} visitor {n} ({p}): {resident:.0f} MB resident, {anonymous:.0f} MB "
+                              f"anonymous", file=sys.stderr, flush=True)  # fmt: skip
                 except BaseException:  # stopped: the visitors not yet started never start
                     pool.shutdown(wait=False, cancel_futures=True)
                     raise

@@ -14,6 +14,8 @@ import pytest
 import torch
 
 import ui
+import ui.chat  # noqa: F401  (registers its evictor)
+import ui.model  # noqa: F401  (registers its evictor)
 from attention import Config, budget, compute, experiments
 from ui.budget import ByteBudget, Refused
 
@@ -167,6 +169,51 @@ def test_give_up_ends_the_wait() -> None:
     start = time.monotonic()
     assert not b.acquire(5, timeout=30, give_up=lambda: time.monotonic() - start > 0.3)
     assert time.monotonic() - start < 5
+
+
+def test_under_a_ceiling_a_run_waits_for_the_real_memory_to_go_down() -> None:
+    """The kernel's count (anonymous memory) decides too: a run that fits the byte budget but would take the process
+    past its ceiling waits, and goes in once memory drops (memory is read again while it waits)."""
+    memory = [900]
+    b = ByteBudget(1000, ceiling=1000, memory=lambda: memory[0])
+    assert b.try_acquire(100)  # 900 + 100 fits
+    b.release(100)
+    assert not b.try_acquire(150)  # within the budget, past the ceiling
+    threading.Timer(0.3, lambda: memory.__setitem__(0, 700)).start()
+    start = time.monotonic()
+    assert b.acquire(150, timeout=10)
+    assert 0.2 < time.monotonic() - start < 5
+
+
+def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
+    limit = tmp_path / "memory.limit_in_bytes"
+    limit.write_text("723517440\n")  # 690 MiB
+    assert ui.budget.memory_limit([str(tmp_path / "missing"), str(limit)]) == 723517440
+    assert ui.budget.ceiling_for(723517440) == int(0.8 * 723517440)
+    assert ui.budget.ceiling_for(723517440, "100") == 723517440 - 100 * ui.budget.MB
+    assert ui.budget.ceiling_for(None) is None  # a laptop: the byte budget alone
+    status = tmp_path / "status"
+    status.write_text("VmRSS:\t  500000 kB\nRssAnon:\t  300000 kB\nRssFile:\t  200000 kB\n")
+    assert ui.budget.anonymous_bytes(str(status)) == 300000 * 1024
+
+
+def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ui.results, ui.model and ui.chat register their caches (ui.budget.evictor): a toy run short of memory lets
+    go of what the model pages keep, and they of its."""
+    names = {f.__module__ + "." + f.__qualname__ for f in ui.budget.SERVER.evictors}
+    assert {"ui.model._free_cached", "ui.chat._free_cached"} <= names
+    fresh = ByteBudget(100)
+    monkeypatch.setattr(ui.budget, "SERVER", fresh)
+
+    class Kept:
+        pass
+
+    cache = [Kept()]
+    assert fresh.try_acquire(80)
+    fresh.hold(cache[0], 80)
+    fresh.evictors.append(cache.clear)
+    assert ui.budget.admit(50)  # only by the registered evictor
+    assert fresh.used == 50 and cache == []
 
 
 # --------------------------------------------------------------------------- admission of Results

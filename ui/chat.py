@@ -18,6 +18,7 @@ import torch
 from attention import Result
 from attention.models import smollm2 as S
 
+from . import budget
 from .charts import chart
 from .lazy import lazy
 from .results import check_length
@@ -38,28 +39,50 @@ def p(name: str):
 # ------------------------------------------------------------------------------------------ runs, cached
 
 
+# Every forward is admitted against the server's memory budget (ui/budget.py) for its peak (`smollm2.run_bytes`)
+# before it runs, and what the caches keep holds its bytes there: a chat visitor waits, as a large toy run does,
+# rather than pass the server's memory limit.
 @st.cache_resource(max_entries=PROMPT_RUNS, ttl=3600, show_spinner=False)
 def _prompt_run(ids: tuple[int, ...]) -> S.Run:
-    return S.slim(S.run_ids(S.load(), ids))
+    model = S.load()
+    return budget.admitted(S.run_bytes(model, len(ids)), lambda: S.slim(S.run_ids(model, ids)))
 
 
 @st.cache_resource(max_entries=STEP_RUNS, ttl=1800, show_spinner=False)
 def _step_run(ids: tuple[int, ...], generated: tuple[int, ...]) -> S.Run:
     """The step that reads `generated[-1]` after the prompt and the earlier generated tokens (their cache)."""
     before = _prompt_run(ids) if len(generated) == 1 else _step_run(ids, generated[:-1])
-    return S.slim(S.step(S.load(), before, generated[-1]))
+    model = S.load()
+    need = S.run_bytes(model, 1, before.t_k)
+    return budget.admitted(need, lambda: S.slim(S.step(model, before, generated[-1])))
+
+
+def ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> torch.Tensor:
+    """The last token's logits with the heads `off` switched off: (V,) (the page stopped with a message when the
+    server's memory cannot take the run now)."""
+    with budget.or_stop("The model with those heads switched off"):
+        return _ablated_logits(ids, off)
 
 
 @st.cache_resource(max_entries=8, ttl=1800, show_spinner=False)
-def ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> torch.Tensor:
+def _ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> torch.Tensor:
     """The last token's logits with the heads `off` switched off: (V,)."""
-    return S.run_ids(S.load(), ids, keep=False, ablate=off).logits[0]
+    model = S.load()
+    need = S.run_bytes(model, len(ids), keep=False)
+    return budget.admitted(need, lambda: S.run_ids(model, ids, keep=False, ablate=off).logits[0])
 
 
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
 def head_result(ids: tuple[int, ...], layer: int, head: int) -> Result:
     model = S.load()
     return S.head_result(model, _prompt_run(ids), layer, head, S.labels(model, ids))
+
+
+@budget.evictor
+def _free_cached() -> None:
+    """The budget is short: the kept runs go (their bytes return once no session draws them)."""
+    for cached in (_prompt_run, _step_run, _ablated_logits, head_result):
+        cached.clear()
 
 
 def model_or_stop() -> S.Model:
@@ -91,7 +114,10 @@ def prompt_or_stop(model: S.Model, text: str) -> S.Prompt:
 
 
 def run(ids: tuple[int, ...]) -> S.Run:
-    return _prompt_run(ids)
+    """The prompt's run (shared, kept); a run the server's memory cannot take now is explained and the page
+    stopped."""
+    with budget.or_stop("The chat model"):
+        return _prompt_run(ids)
 
 
 def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> list[tuple[int, S.Run]]:
@@ -102,7 +128,8 @@ def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> l
     for i in range(n):
         token = S.choose(logits, temperature, top_k, seed=i)
         tokens = (*tokens, token)
-        step = _step_run(ids, tokens)
+        with budget.or_stop("The next generated token"):
+            step = _step_run(ids, tokens)
         out.append((token, step))
         logits = step.logits[-1]
     return out

@@ -124,6 +124,7 @@ READINGS = _Shared(CACHE_BYTES, lambda r: r.nbytes)
 HEADS = _Shared(HEAD_CACHE_BYTES, sizes.held_bytes)
 
 
+@budget.evictor
 def _free_cached() -> None:
     """The budget is short: drop the kept Readings and head Results (their bytes return once no session draws them)."""
     READINGS.clear()
@@ -136,16 +137,12 @@ def _read(sentence: str) -> pretrained.Reading:
     model = pretrained.load()
     tokens = len(pretrained.encode(model, sentence).ids)
     kept = pretrained.reading_bytes(tokens, weights_upto=MODEL_VIEW_MAX)
-    need = pretrained.forward_bytes(tokens) + kept
-    budget.admit(need, evict=_free_cached)
-    try:
-        reading = pretrained.read(model, sentence, weights_upto=MODEL_VIEW_MAX)
-    except BaseException:
-        budget.SERVER.release(need)
-        raise
-    budget.SERVER.release(need - kept)
-    budget.SERVER.hold(reading, kept)
-    return reading
+    return budget.admitted(
+        pretrained.forward_bytes(tokens) + kept,
+        lambda: pretrained.read(model, sentence, weights_upto=MODEL_VIEW_MAX),
+        held=lambda _: kept,
+        evict=_free_cached,
+    )
 
 
 def run(sentence: str) -> tuple[pretrained.Model, pretrained.Reading]:

@@ -79,6 +79,9 @@ def _cached_large(_config: Config, key: str) -> Result:
     return _compute_uncached(_config)
 
 
+budget.evictor(_cached_large.clear)  # the large result only the cache holds goes when a run needs the memory
+
+
 def compute(config: Config) -> Result:
     """compute(), cached on the config: at most 64 small results for an hour and 1 large one for ten minutes; a
     large one is admitted against the server's budget first (`budget.Refused`, a ValueError, when it cannot be).

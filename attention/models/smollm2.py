@@ -493,6 +493,25 @@ def run_ids(
     return Run(ids, start, torch.stack(hidden) if keep else torch.empty(0), *stacked, logits=logits, cache=cache)
 
 
+def run_bytes(model: Model, new: int, cached: int = 0, keep: bool = True) -> int:
+    """An upper bound of the memory `run_ids` takes for `new` tokens after a cache of `cached`, before it returns:
+    the Run's tensors (every layer's intermediates with keep, else the logits), the new cache (the old one is
+    copied), and the temporaries of the largest step: one layer's dequantized float32 matrices and its
+    activations, or a chunk of the unembedding. From the shapes alone (4 bytes a number), before any is made
+    (tests/test_smollm2.py: above what the Run holds; 47-85 MB at 8-64 tokens where 25-65 MB were measured)."""
+    L, d, h, kv, dh = model.n_layers, model.d_model, model.heads, model.kv_heads, model.d_head
+    t_k = cached + new
+    d_ff = max(layer.w_gate.shape[0] for layer in model.layers)
+    numbers = 2 * L * kv * t_k * dh + model.vocab_size * (new if keep else 1)  # the cache, the logits
+    if keep:  # hidden states, normed inputs, queries, keys, values, weights, context
+        numbers += (2 * L + 1) * new * d + 2 * L * h * new * dh + 2 * L * kv * t_k * dh + L * h * new * t_k
+    # one layer's matrices dequantized (float32), with the 8-byte integers their unpacking goes through: 3 numbers
+    layer = 3 * (2 * d * d + 2 * d * kv * dh + 3 * d * d_ff)
+    activations = new * (4 * d + 3 * d_ff) + 3 * h * new * t_k  # x, q, k, v, the MLP's, omega/weights/softmax
+    temporaries = max(layer + activations, UNEMBED_CHUNK * d + new * UNEMBED_CHUNK)
+    return 4 * (numbers + temporaries)
+
+
 def slim(run: Run) -> Run:
     """The run without the per-layer tensors a page does not draw (residual stream, queries, context; the keys and
     values stay in the cache): what a server keeps for a prompt is the attention, the normalized inputs (a head's

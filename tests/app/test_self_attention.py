@@ -143,7 +143,14 @@ def test_a_second_head_adds_a_head_and_keeps_head_1() -> None:
     before = shown(at)
     at.slider(key="w:heads").set_value(2).run()
     assert not at.exception and not at.error and at.query_params["heads"] == "2"
-    assert shown(at) == before
+    # the same weights; the numbers from them equal up to float32 rounding (a batch of two heads may take another
+    # BLAS kernel than one head: the last bit can differ)
+    after = shown(at)
+    assert [(t, c) for t, _, c in after[0]] == [(t, c) for t, _, c in before[0]]
+    for (_, m_after, _), (_, m_before, _) in zip(after[0], before[0], strict=True):
+        torch.testing.assert_close(torch.tensor(m_after), torch.tensor(m_before), rtol=1e-5, atol=1e-6)
+    assert after[1] == before[1]  # the walkthrough's equations, as printed
+    torch.testing.assert_close(torch.tensor(after[2:]), torch.tensor(before[2:]), rtol=1e-5, atol=1e-6)
     at.selectbox(key="w:head").set_value(1).run()
     assert shown(at) != before
     assert_shows_compute(at, head=1)
