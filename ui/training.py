@@ -55,6 +55,7 @@ MAX_RUNS = 32  # runs kept for every visitor
 BUDGET_BYTES = 64 * 2**20  # and the memory they may hold together (tiny.Settings.run_bytes)
 PROCESS_MIN_LIMIT = 2 * 2**30  # below this memory limit the server trains in its own process (see above)
 THREAD_PAUSE_S = 0.002  # a training thread's pause between snapshots: other sessions' scripts take the GIL
+FIRST_PAUSE_S = 0.3  # and after a run's first chunk: the page that pressed Play draws it with the GIL to itself
 FIRST_CHUNK = 1  # snapshots in the first chunk: the curve starts moving as soon as the first one lands
 CHUNK = 4  # snapshots a chunk after that (fewer round trips)
 
@@ -193,7 +194,6 @@ class Service:
                     state, snaps, stopped = self._get_pool().submit(tiny.advance, settings, state, steps).result()
                 else:  # the first chunk, or a server that trains in its own process
                     state, snaps, stopped = self._train_here(tiny.advance, settings, state, steps)
-                    time.sleep(THREAD_PAUSE_S)
                 with job.changed:
                     job.snapshots.extend(tiny.Snapshot.from_dict(s) for s in snaps)
                     job.changed.notify_all()
@@ -203,6 +203,8 @@ class Service:
                 if state["step"] >= job.settings.steps:
                     job.status = "done"
                     break
+                if not self.processes:  # hand the GIL over to the other sessions' scripts
+                    time.sleep(FIRST_PAUSE_S if chunk == FIRST_CHUNK else THREAD_PAUSE_S)
                 chunk = CHUNK
         except BrokenProcessPool:
             with self._lock:
