@@ -15,12 +15,12 @@ train. They train a chunk of steps at a time (`tiny.Trainer.state` carries the r
 numbers as one uninterrupted run), and each chunk's snapshots are published as they come, so a page shows the
 curve moving. A server of several processes (deploy/) keeps runs per process.
 
-Except a run's first chunk (FIRST_CHUNK: 25 steps at the defaults, about 0.1 s): the server trains it itself, at
-the pages' priority and one at a time (torch's thread count is the process's: one thread for that 0.1 s), then hands
-the run to a worker. On a busy machine a nice-19 process gets about 1% of a core (weight 15 against a page's 1024):
-workers that started when the page opened were still warming up (`tiny.warm`) 10-20 s later, and the first curve
-waited 5-20 s for them (measured at load 7-9 on 2 cores). `Service.warm` warms this process too when the page opens
-(torch._dynamo: about 70 MB, once per process).
+A worker warms up before its first task (`tiny.worker_init`: torch._dynamo, which AdamW imports, about 1 s and
+70 MB) and the page starts the pool when it opens, so Play's first chunk trains at once. Not in the server's own
+process (where a run's first chunk would not wait for a nice-19 worker on a busy machine): dynamo's ~120,000
+objects, imported after `ui` froze the start-up's (gc.freeze), made every full garbage collection there 56 ms
+longer, and another session's rerun took twice as long (median 124 -> 249 ms during four trainings, 62 -> 136 ms
+after them, at load 4.5).
 
 Under a memory limit (the hosted copy has 690 MB for everything) a worker process costs too much: importing torch
 alone is about 150 MB of anonymous memory, twice that for two workers. A server whose memory is limited below
@@ -108,7 +108,7 @@ class Service:
         self._count = 0
         self._drivers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="train-driver")
         self._pool: ProcessPoolExecutor | None = None
-        self._here = threading.Lock()  # training in this process: one chunk at a time (torch's thread count is global)
+        self._here = threading.Lock()  # training in this process: one at a time (torch's thread count is global)
         self._warmer = ThreadPoolExecutor(1, thread_name_prefix="train-warm")
         self._warmed: Future | None = None
 
@@ -120,23 +120,18 @@ class Service:
                 self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=tiny.worker_init)
             return self._pool
 
-    def warm(self) -> Future:
-        """Get ready for Play while the visitor reads: `tiny.warm` once in this process, in a thread of its own
-        (every run's first chunk trains here), then start the worker processes (importing torch and `tiny.warm` take
-        them a few seconds; started after, they leave this process's warm-up the cores on a busy machine). The
-        future is this process's warm-up."""
-        with self._lock:
-            if self._warmed is None:
-                self._warmed = self._warmer.submit(lambda: (self._train_here(tiny.warm), self._start_workers()))
+    def warm(self) -> Future | None:
+        """Get ready for Play while the visitor reads: start the worker processes (importing torch and warming up
+        take them a few seconds); training in this process, `tiny.warm` once, in a thread of its own."""
+        if not self.processes:
+            with self._lock:
+                if self._warmed is None:
+                    self._warmed = self._warmer.submit(self._train_here, tiny.warm)
                 return self._warmed
-        if self._warmed.done():
-            self._start_workers()  # again if they ended when idle
-        return self._warmed
-
-    def _start_workers(self) -> None:
-        if self.processes and self._pool is None:
+        if self._pool is None:  # not started yet, or ended when idle
             for _ in range(self.workers):
                 self._get_pool().submit(tiny.worker_ready)
+        return None
 
     def _train_here(self, fn: Any, *args: Any) -> Any:
         with self._here:
@@ -190,9 +185,9 @@ class Service:
         try:
             while True:
                 steps = chunk * job.settings.every
-                if self.processes and state is not None:
+                if self.processes:
                     state, snaps, stopped = self._get_pool().submit(tiny.advance, settings, state, steps).result()
-                else:  # the first chunk, or a server that trains in its own process
+                else:
                     state, snaps, stopped = self._train_here(tiny.advance, settings, state, steps)
                 with job.changed:
                     job.snapshots.extend(tiny.Snapshot.from_dict(s) for s in snaps)

@@ -573,20 +573,18 @@ class Trainer:
 def warm() -> None:
     """Train two throwaway steps, so that a process's first run starts at once: torch's first optimizer imports
     torch._dynamo (AdamW's add_param_group is wrapped by torch._disable_dynamo), about 1 s and 70 MB once a process,
-    2.8 s of CPU on a loaded machine."""
+    2.4-2.8 s of CPU on a loaded machine."""
     advance(Settings(steps=2, every=1).to_dict(), None, 2)
 
 
 def worker_init(niceness: int = 19) -> None:
     """A worker process that trains and does nothing else (`ui.training`'s pool): one torch thread for good, and the
-    lowest CPU priority, so that a server's pages get the cores first and training takes what is left. It warms up
-    (`warm`) before its first task: the pool starts when the page opens, so a run's chunks train at once, not after
-    the import of torch._dynamo at nice 19 (5-9 s of a first chunk, measured on a machine at load 7-9)."""
+    lowest CPU priority, so that a server's pages get the cores first and training takes what is left.
+
+    It warms up (`warm`) first, at the priority it started with, as it imported torch: at nice 19 the import of
+    torch._dynamo took a new run's first chunk 5-9 s, or the warm-up 7-19 s after the page opened, on a machine at
+    load 7-9 (a nice-19 process gets about 1% of a core against a busy one); Play found the worker still warming."""
     torch.set_num_threads(1)
-    try:
-        os.nice(niceness)
-    except (AttributeError, OSError):  # no nice (Windows) or not allowed: train at the same priority
-        pass
     parent = os.getppid()
 
     def watch() -> None:  # a pool's workers outlive a server that is killed: end with it
@@ -596,6 +594,10 @@ def worker_init(niceness: int = 19) -> None:
 
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
     warm()
+    try:
+        os.nice(niceness)
+    except (AttributeError, OSError):  # no nice (Windows) or not allowed: train at the same priority
+        pass
 
 
 def worker_ready() -> bool:
