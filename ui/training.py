@@ -106,7 +106,7 @@ class Service:
         self._lock = threading.Lock()
         self._jobs: OrderedDict[tiny.Settings, Job] = OrderedDict()
         self._count = 0
-        self._drivers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="train-driver")
+        self._drivers = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="train-driver")
         self._pool: ProcessPoolExecutor | None = None
         self._here = threading.Lock()  # training in this process: one at a time (torch's thread count is global)
         self._warmer = ThreadPoolExecutor(1, thread_name_prefix="train-warm")
