@@ -16,6 +16,7 @@ import torch
 import ui
 import ui.chat  # noqa: F401  (registers its evictor)
 import ui.model  # noqa: F401  (registers its evictor)
+import ui.training  # noqa: F401  (registers its evictor)
 from attention import Config, budget, compute, experiments
 from ui.budget import ByteBudget, Refused
 
@@ -185,6 +186,21 @@ def test_under_a_ceiling_a_run_waits_for_the_real_memory_to_go_down() -> None:
     assert 0.2 < time.monotonic() - start < 5
 
 
+def test_a_run_alone_may_come_closer_to_the_limit_than_one_beside_others() -> None:
+    """The only large run in flight gets the smaller reserve (alone_ceiling); one beside it, the larger."""
+    held = []  # the process's memory: 500 at rest, and what the admitted runs hold
+    b = ByteBudget(1000, ceiling=800, memory=lambda: 500 + sum(held), alone_ceiling=950)
+    assert b.try_acquire(400)  # 500 + 400 = 900: under 950, alone
+    held.append(400)
+    assert not b.try_acquire(50)  # beside it: 900 + 50 over 800
+    b.release(400)
+    held.clear()
+    assert b.try_acquire(250)  # alone again: 750 under 950
+    held.append(250)
+    assert not b.try_acquire(100)  # beside it: 850 over 800
+    assert b.try_acquire(50)  # 800: just under
+
+
 def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
     limit = tmp_path / "memory.limit_in_bytes"
     limit.write_text("723517440\n")  # 690 MiB
@@ -192,6 +208,7 @@ def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
     assert ui.budget.ceiling_for(723517440) == int(0.8 * 723517440)
     assert ui.budget.ceiling_for(723517440, "100") == 723517440 - 100 * ui.budget.MB
     assert ui.budget.ceiling_for(None) is None  # a laptop: the byte budget alone
+    assert ui.budget.ceiling_for(723517440, fraction=ui.budget.ALONE_RESERVE_FRACTION) == int(0.94 * 723517440)
     status = tmp_path / "status"
     status.write_text("VmRSS:\t  500000 kB\nRssAnon:\t  300000 kB\nRssFile:\t  200000 kB\n")
     assert ui.budget.anonymous_bytes(str(status)) == 300000 * 1024
@@ -201,7 +218,7 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
     """ui.results, ui.model and ui.chat register their caches (ui.budget.evictor): a toy run short of memory lets
     go of what the model pages keep, and they of its."""
     names = {f.__module__ + "." + f.__qualname__ for f in ui.budget.SERVER.evictors}
-    assert {"ui.model._free_cached", "ui.chat._free_cached"} <= names
+    assert {"ui.model._free_cached", "ui.chat._free_cached", "ui.training._free_cached"} <= names
     fresh = ByteBudget(100)
     monkeypatch.setattr(ui.budget, "SERVER", fresh)
 

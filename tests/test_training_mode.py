@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+import ui.budget as budget
 import ui.training as training
 from attention.models import tiny
 
@@ -18,14 +19,14 @@ def test_memory_limit_reads_the_first_file_that_sets_one(tmp_path):
     limited = tmp_path / "limited"
     limited.write_text("723517440\n")
     files = [str(tmp_path / "missing"), str(unlimited), str(v2_max), str(limited)]
-    assert training.memory_limit(files) == 723517440
-    assert training.memory_limit(files[:3]) is None
+    assert budget.memory_limit(files) == 723517440
+    assert budget.memory_limit(files[:3]) is None
 
 
 def test_cgroup_files_follow_the_process_own_cgroup(tmp_path):
     proc = tmp_path / "cgroup"
     proc.write_text("12:memory:/room/replica1\n0::/user.slice\n")
-    files = training._cgroup_limit_files(str(proc), "/cg")
+    files = budget._cgroup_limit_files(str(proc), "/cg")
     assert files[:2] == ["/cg/memory/room/replica1/memory.limit_in_bytes", "/cg/user.slice/memory.max"]
 
 

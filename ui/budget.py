@@ -94,17 +94,22 @@ def anonymous_bytes(status: str = "/proc/self/status") -> int:
     return 0
 
 
-# Under a limit L, runs are admitted while anonymous memory + the run stays under L - RESERVE: the reserve is for
+# Under a limit L, a run is admitted while anonymous memory + the run stays under L - RESERVE: the reserve is for
 # the pages of torch's and the other libraries' code (file-backed: counted by the cgroup, dropped and read again
-# under pressure, but a working set must stay) and for what a run allocates beyond its counted bytes.
+# under pressure, but a working set must stay) and for what a run allocates beyond its counted bytes. A run that
+# would be the only large one in flight gets the smaller ALONE reserve: nothing else of the budget can grow beside
+# it, and at the soak's peak the kernel had squeezed the page cache to 37 MB without killing anything. (With 145 MB
+# for every run, a 187 MB run never fitted beside the ~485 MB a server holds at rest once every page, model and
+# cache has been used: 20 of 60 soak visits were refused after waiting 120 s.)
 RESERVE_FRACTION = 0.2  # 145 MB of Community Cloud's 690 MiB; $ATTENTION_LAB_RESERVE_MB sets it in MB
+ALONE_RESERVE_FRACTION = 0.06  # 43 MB of 690 MiB; $ATTENTION_LAB_ALONE_RESERVE_MB
 
 
-def ceiling_for(limit: int | None, reserve_mb: str | None = None) -> int | None:
+def ceiling_for(limit: int | None, reserve_mb: str | None = None, fraction: float = RESERVE_FRACTION) -> int | None:
     """The anonymous memory under which runs are admitted, for a cgroup limit (None: no limit, no ceiling)."""
     if limit is None:
         return None
-    reserve = float(reserve_mb) * MB if reserve_mb else RESERVE_FRACTION * limit
+    reserve = float(reserve_mb) * MB if reserve_mb else fraction * limit
     return int(limit - reserve)
 
 
@@ -113,11 +118,19 @@ class ByteBudget:
     earlier request has been served (so a large request is not passed over for ever by small ones).
 
     ceiling: where set, a request is also served only while memory() + n stays under it (the process's anonymous
-    memory under a cgroup limit); memory is read again at every poll, so freed memory lets the waiting run in."""
+    memory under a cgroup limit), or under alone_ceiling when no other bytes of the budget are taken; memory is read
+    again at every poll, so freed memory lets the waiting run in."""
 
-    def __init__(self, capacity: int, ceiling: int | None = None, memory: Callable[[], int] = anonymous_bytes) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        ceiling: int | None = None,
+        memory: Callable[[], int] = anonymous_bytes,
+        alone_ceiling: int | None = None,
+    ) -> None:
         self.capacity = capacity
         self.ceiling = ceiling
+        self.alone_ceiling = ceiling if alone_ceiling is None else alone_ceiling
         self.memory = memory
         self.evictors: list[Callable[[], None]] = []  # the server-wide caches' (`evictor`)
         self.used = 0
@@ -130,7 +143,11 @@ class ByteBudget:
 
     def _room(self, n: int) -> bool:
         """Whether n more bytes fit the budget, and under the ceiling (called under the lock)."""
-        return self.used + n <= self.capacity and (self.ceiling is None or self.memory() + n <= self.ceiling)
+        if self.used + n > self.capacity:
+            return False
+        if self.ceiling is None:
+            return True
+        return self.memory() + n <= (self.alone_ceiling if self.used == 0 else self.ceiling)
 
     def try_acquire(self, n: int) -> bool:
         with self._cond:
@@ -210,6 +227,7 @@ class ByteBudget:
 SERVER = ByteBudget(
     int(float(os.environ.get("ATTENTION_LAB_BUDGET_MB", BUDGET_MB)) * MB),
     ceiling_for(memory_limit(), os.environ.get("ATTENTION_LAB_RESERVE_MB")),
+    alone_ceiling=ceiling_for(memory_limit(), os.environ.get("ATTENTION_LAB_ALONE_RESERVE_MB"), ALONE_RESERVE_FRACTION),
 )
 
 

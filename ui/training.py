@@ -46,7 +46,7 @@ import streamlit as st
 
 from attention.models import tiny
 
-from . import charts, lessons, state
+from . import budget, charts, lessons, state
 from .charts import PALETTE
 
 WORKERS = 2  # settings trained at once, server-wide (the others queue)
@@ -234,43 +234,13 @@ class Service:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _cgroup_limit_files(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list[str]:
-    """The memory-limit files of this process's own cgroup: v1's memory.limit_in_bytes under the memory controller,
-    v2's memory.max (from /proc/self/cgroup), then the mount's top (a container's own cgroup)."""
-    files = []
-    try:
-        lines = open(proc).read().splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            files.append(f"{root}/memory{path.rstrip('/')}/memory.limit_in_bytes")
-        elif controllers == "":
-            files.append(f"{root}{path.rstrip('/')}/memory.max")
-    return [*files, f"{root}/memory/memory.limit_in_bytes", f"{root}/memory.max"]
-
-
-def memory_limit(paths: list[str] | None = None) -> int | None:
-    """The memory limit of this process's cgroup in bytes (the first of `paths` that sets one); None where there is
-    none ("max", v1's huge default, or no such file)."""
-    for path in _cgroup_limit_files() if paths is None else paths:
-        try:
-            text = open(path).read().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < 2**60:
-            return int(text)
-    return None
-
-
 def train_in_processes(limit: int | None = None, env: str | None = None) -> bool:
     """Whether training runs in worker processes: `ATTENTION_LAB_TRAIN_IN` (process|thread) when set, else only
     where the server's memory is not limited below PROCESS_MIN_LIMIT."""
     env = os.environ.get("ATTENTION_LAB_TRAIN_IN", "") if env is None else env
     if env in ("process", "thread"):
         return env == "process"
-    limit = memory_limit() if limit is None else limit
+    limit = budget.memory_limit() if limit is None else limit
     return limit is None or limit >= PROCESS_MIN_LIMIT
 
 
@@ -554,3 +524,11 @@ def lengths_spec() -> dict:
                       "scale": {"domain": ["seen in training", "never seen"], "range": ["#1f77b4", "#ff7f0e"]}},
         },
     }  # fmt: skip
+
+
+@budget.evictor
+def _free_cached() -> None:
+    """The server's memory budget is short: the snapshots' layer Results and length tests go (made again when
+    drawn); the kept runs stay, bounded by MAX_RUNS and BUDGET_BYTES."""
+    _layer_result.clear()
+    _lengths.clear()
