@@ -22,6 +22,7 @@ import torch
 from attention import Result
 from attention.flash import Tiled, blocks, tiled_attention
 
+from . import budget
 from .charts import chart
 from .state import get, put
 
@@ -133,6 +134,9 @@ def smallest_block(result: Result) -> int:
 def _tiled(_result: Result, key: str, block_size: int) -> Tiled:
     r = _result
     return tiled_attention(r.queries, r.keys, r.values, scale=r.scale, mask=r.mask, block_size=block_size)
+
+
+budget.evictor(_tiled.clear)  # up to two tilings of TILED_BYTES_MAX: made again when the server's memory is short
 
 
 def tiled(result: Result, block_size: int) -> Tiled:
