@@ -121,16 +121,17 @@ class Service:
             return self._pool
 
     def warm(self) -> Future | None:
-        """Get ready for Play while the visitor reads: start the worker processes (importing torch and warming up
-        take them a few seconds); training in this process, `tiny.warm` once, in a thread of its own."""
+        """Get ready for Play while the visitor reads: start a worker process (importing torch and warming up take
+        it about 4 CPU s; two at once took twice as long on 2 cores, and Play found both still warming at load 3-4).
+        The pool starts another when two runs train at once. Training in this process: `tiny.warm` once, in a
+        thread of its own."""
         if not self.processes:
             with self._lock:
                 if self._warmed is None:
                     self._warmed = self._warmer.submit(self._train_here, tiny.warm)
                 return self._warmed
         if self._pool is None:  # not started yet, or ended when idle
-            for _ in range(self.workers):
-                self._get_pool().submit(tiny.worker_ready)
+            return self._get_pool().submit(tiny.worker_ready)
         return None
 
     def _train_here(self, fn: Any, *args: Any) -> Any:
