@@ -30,11 +30,14 @@ if ! podman image exists "$base"; then
 fi
 
 build=(podman build --format docker --pull=never --network host --build-arg "BASE=$base")
-# pip's settings that name local files (a wheelhouse, a CA bundle): mounted into the build and passed on.
+# pip's settings that name local files (a wheelhouse, a CA bundle): mounted into the build under /run/pip-host/
+# (never over the image's own files: a host CA bundle at /etc/ssl/certs/ca-certificates.crt mounted in place made
+# the image's `apt-get install ca-certificates` fail, "Device or resource busy") and passed on.
 for var in PIP_FIND_LINKS PIP_CERT; do
   value="${!var:-}"
   if [[ -n "$value" && -e "$value" ]]; then
-    build+=(-v "$value:$value:ro" --build-arg "$var=$value")
+    inside="/run/pip-host/$var"
+    build+=(-v "$value:$inside:ro" --build-arg "$var=$inside")
   fi
 done
 
