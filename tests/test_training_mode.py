@@ -3,12 +3,8 @@ under a memory limit (the hosted copy's 690 MB) trains in its own process, one r
 
 from __future__ import annotations
 
-import threading
-import time
-
 import ui.budget as budget
 import ui.training as training
-from attention.models import tiny
 
 
 def test_memory_limit_reads_the_first_file_that_sets_one(tmp_path):
@@ -40,21 +36,4 @@ def test_limited_server_trains_in_threads_one_at_a_time():
     try:
         assert service.workers == 1
     finally:
-        service.shutdown()
-
-
-def test_a_server_that_trains_in_its_own_process_trains_one_run_at_a_time(monkeypatch):  # noqa: ANN001
-    """The second run queues behind the first (it trained beside it, both in the server's threads, before)."""
-    gate = threading.Event()
-    real = tiny.advance
-    monkeypatch.setattr(tiny, "advance", lambda *args: (gate.wait(60), real(*args))[1])
-    service = training.Service(processes=False)
-    try:
-        first = service.start(tiny.Settings(steps=10, every=10))
-        second = service.start(tiny.Settings(steps=10, every=10, seed=1))
-        time.sleep(0.2)
-        assert (first.status, second.status) == ("training", "queued")
-        assert service.queue_position(second) == 1
-    finally:
-        gate.set()
         service.shutdown()

@@ -125,6 +125,7 @@ def test_thirty_visitors_on_one_setting_cost_one_training(in_thread: training.Se
 
 
 def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the server's own process one run trains at a time, whatever WORKERS is: the second queues and says so."""
     gate = threading.Event()
     real = tiny.advance
 
@@ -133,7 +134,7 @@ def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.Monkey
         return real(*args)
 
     monkeypatch.setattr(tiny, "advance", held)
-    service = training.Service(workers=1, processes=False)
+    service = training.Service(processes=False)
     try:
         first = service.start(tiny.Settings(steps=10, every=10))
         second = service.start(tiny.Settings(steps=10, every=10, seed=1))
