@@ -293,7 +293,10 @@ def test_switching_off_a_head_changes_the_prediction_and_switching_off_none_does
 ) -> None:
     p, full = runs[S.DEFAULT_PROMPT]
     same = S.run_ids(model, p.ids, keep=False, ablate=())
-    torch.testing.assert_close(same.logits[0], full.logits[-1], atol=1e-5, rtol=0.0)  # one row, or all of them
+    # the last row alone (gemv) against every row (gemm): equal to float32 rounding of logits up to ~20 in size
+    # (2.9e-5 apart on this machine's BLAS), as everything in this module is held to 1e-4
+    torch.testing.assert_close(same.logits[0], full.logits[-1], atol=1e-4, rtol=0.0)  # one row, or all of them
+    assert same.logits[0].argmax() == full.logits[-1].argmax()
     layer = [(at, h) for at in range(15, 30) for h in range(9)]
     off = S.run_ids(model, p.ids, keep=False, ablate=layer)
     mary = S.encode(model, " Mary")[0][0]
