@@ -64,8 +64,8 @@ def run() -> None:
 
 def warm_up() -> None:
     """What the first visitor's script run would otherwise wait for: `import ui` (torch, the package, the pages'
-    helpers: about 1.7 s on the 2-core test machine) and torch's first operations. A script run that asks for `ui`
-    meanwhile waits on Python's import lock and gets the module once this has finished importing it."""
+    helpers: about 1.7 s on the 2-core test machine). A script run that asks for `ui` meanwhile waits on Python's
+    import lock and gets the module once this has finished importing it."""
     # While this imports, the server's event loop still serves a browser that came early (Streamlit's scripts, the
     # websocket): a shorter switch interval hands it the GIL sooner (at most 0.5 ms after it asks, not 5 ms)
     switch = sys.getswitchinterval()
