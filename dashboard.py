@@ -8,8 +8,11 @@ server names the same page both ways (see `ui.ensure_frame`).
 import sys
 import threading
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import streamlit as st
+
+import assets
 
 PAGES = {
     "Attention": [
@@ -56,8 +59,17 @@ def run() -> None:
     # .streamlit/config.toml hides the navigation Streamlit would make from the pages/ folder; this one is shown
     st.set_option("client.showSidebarNavigation", True)
     page = st.navigation(nav, position=position, expanded=True)  # every page listed: collapsed hid the newest ones
+    # A session's first run shows a heatmap with no numbers (it draws nothing) while `import ui` may still wait for
+    # torch: the browser fetches Streamlit's script for custom components and the heatmap's own meanwhile, not once
+    # the first heatmap arrives (0.35-0.65 s later on a fresh 2-core server: benchmarks/bench_startup.py)
+    slot = st.empty()
+    if "al:preloaded" not in st.session_state:
+        st.session_state["al:preloaded"] = True
+        with slot:
+            assets.HEATMAP(key="al-preload", data=None)
     import ui
 
+    slot.empty()
     ui.init_state()
     page.run()
 
@@ -76,14 +88,29 @@ def warm_up() -> None:
         sys.setswitchinterval(switch)
 
 
+_warming: list[threading.Thread] = []
+
+
+def start_warm_up() -> None:
+    """warm_up() in a daemon thread, once a process: the server answers its health check and serves the browser its
+    scripts while torch is imported."""
+    if not _warming:
+        _warming.append(threading.Thread(target=warm_up, name="warm-up", daemon=True))
+        _warming[0].start()
+
+
 @asynccontextmanager
 async def lifespan(_app):
-    # A thread: the server answers its health check and serves the browser its scripts while torch is imported.
-    threading.Thread(target=warm_up, name="warm-up", daemon=True).start()
+    start_warm_up()  # served some other way (`uvicorn dashboard:app`): when the server starts
     yield None
 
 
 if __name__ == "__main__":  # a session's script run (Streamlit runs this file as __main__), or AppTest
     run()
 else:  # `streamlit run dashboard.py` imports this file to find `app` (st.App: the server, with a start-up hook)
+    # `streamlit run` has set sys.argv to this script and its arguments before importing it: the warm-up starts
+    # now, before the server does (about 0.15 s before the lifespan hook would run). A test that imports this
+    # file for PAGES starts nothing.
+    if Path(sys.argv[0]).resolve() == Path(__file__).resolve():
+        start_warm_up()
     app = st.App(__file__, lifespan=lifespan)

@@ -651,10 +651,12 @@ function mount(parentElement, setTriggerValue) {
 
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
+  // no numbers (dashboard.py shows one such while torch is imported, so that this script is loaded early): nothing
+  // to draw, nothing mounted
+  if (!data || !data.byteLength) return;
   const root = parentElement.querySelector(".al-heatmap") || mount(parentElement, setTriggerValue);
   const state = root.alState;
   state.setTriggerValue = setTriggerValue;
-  if (!data || !data.byteLength) return;
   const started = performance.now();
   const decoded = decode(data);
   const h = decoded.header;

@@ -10,12 +10,12 @@ import hashlib
 import json
 import struct
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import streamlit as st
 import torch
+
+from assets import FIGURES, HEATMAP
 
 from .state import url_before_figure
 
@@ -25,20 +25,8 @@ ANNOTATE_MAX = 16  # matrices up to 16 x 16 print their values in the cells
 # scene-graph item and one SVG path per cell, which at 512 tokens (262,144 cells a chart) took minutes and
 # gigabytes in the browser. The component draws the cells as one image at any size and does the labels,
 # legend, hover readout and row clicks itself. Each run sends a compact binary payload (`heatmap_payload`).
-ASSETS = Path(__file__).parent.parent / "assets"
-# assets/fonts.js goes in front of both components' scripts: downloaded figures carry the app's font (see there)
-_FONTS_JS = (ASSETS / "fonts.js").read_text(encoding="utf-8")
-_HEATMAP = st.components.v2.component(
-    "attention_lab.heatmap",
-    js=_FONTS_JS + (ASSETS / "heatmap.js").read_text(encoding="utf-8"),
-    css=(ASSETS / "heatmap.css").read_text(encoding="utf-8"),
-    isolate_styles=False,  # one style sheet, every rule under .al-heatmap; tests and benchmarks read its DOM
-)
+# (the components themselves are declared in assets/__init__.py, apart from torch: see there)
 HEATMAP_KINDS = ("diverging", "weights", "mask")
-# PNG/SVG buttons on every Vega-Lite chart, and the page's "All figures" archive (the heatmaps have their own buttons)
-_FIGURES = st.components.v2.component(
-    "attention_lab.figures", js=_FONTS_JS + (ASSETS / "figures.js").read_text(encoding="utf-8"), isolate_styles=False
-)
 
 
 def largest_abs(matrix: torch.Tensor, blocked: torch.Tensor | None = None) -> float:
@@ -112,7 +100,7 @@ def heatmap_payload(
 def figures_archive() -> None:
     """One button that downloads every figure of the page (heatmaps and charts) as PNG (2x) and SVG in a .zip,
     built in the browser (assets/figures.js); it also gives each Vega-Lite chart its own PNG and SVG buttons."""
-    _FIGURES(key="al:figures", data={"page": "figures"}, height="content")
+    FIGURES(key="al:figures", data={"page": "figures"}, height="content")
 
 
 def decode_heatmap(payload: bytes) -> tuple[dict, torch.Tensor, torch.Tensor]:
@@ -171,10 +159,10 @@ def heatmap(
     url_before_figure()
     key = key or f"heatmap:{title}"
     if container is None:
-        event = _HEATMAP(key=key, data=payload, on_pick_change=ignore_event)
+        event = HEATMAP(key=key, data=payload, on_pick_change=ignore_event)
     else:
         with container:
-            event = _HEATMAP(key=key, data=payload, on_pick_change=ignore_event)
+            event = HEATMAP(key=key, data=payload, on_pick_change=ignore_event)
     if selectable and event is not None and event.get("pick") is not None:
         return int(event["pick"])
     return None

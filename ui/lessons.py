@@ -12,9 +12,10 @@ from collections.abc import Sequence
 import streamlit as st
 import torch
 
+from assets import STEP_KEYS
 from attention import Result
 
-from .heatmaps import ASSETS, heatmap, ignore_event
+from .heatmaps import heatmap, ignore_event
 from .lazy import lazy
 from .markup import explain, labels, plain
 from .state import STAGES, get, put
@@ -115,9 +116,6 @@ SAY = (
     "Softmax turns each row of scores into weights: all positive, and each row sums to 1.",
     "Each token's new vector is the weighted mix of the values it attended to: its context.",
 )
-_STEP_KEYS = st.components.v2.component(
-    "attention_lab.step_keys", js=(ASSETS / "step_keys.js").read_text(encoding="utf-8"), isolate_styles=False
-)
 
 
 def _move_step(delta: int | None) -> None:
@@ -130,7 +128,7 @@ def clicks(key: str, value: int, *, stage: str | None = None) -> int:
     """This run's press of a presenter's clicker: +1 (PageDown or →), -1 (PageUp or ←), 0 (none). value: what the
     page shows now; stage: a CSS selector of what to scroll to the window's top when it first shows and whenever the
     value changes (step mode's stage), or None. One call a page, before the widgets that show the value."""
-    keys = _STEP_KEYS(key=f"keys:{key}", data={"step": value, "stage": stage}, on_move_change=ignore_event,
+    keys = STEP_KEYS(key=f"keys:{key}", data={"step": value, "stage": stage}, on_move_change=ignore_event,
                       height=0)  # fmt: skip
     move = keys.get("move") if keys is not None else None
     return 1 if move == "next" else -1 if move == "previous" else 0

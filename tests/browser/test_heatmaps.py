@@ -63,6 +63,22 @@ def test_hovering_a_cell_reads_out_its_token_pair_and_value(page, app_url, page_
     assert not page_errors
 
 
+def test_a_sessions_first_run_loads_the_heatmap_script_early_and_leaves_no_empty_heatmap(page, app_url, page_errors):
+    """dashboard.py shows a heatmap with no numbers while `import ui` may wait for torch, so the browser fetches the
+    component's scripts early (benchmarks/bench_startup.py measures what it saves); it mounts nothing, and the page
+    is laid out as without it: the title where it was, and only the page's four heatmaps."""
+    scripts = []
+    page.on("request", lambda r: scripts.append(r.url) if "BidiComponent" in r.url else None)
+    page.goto(app_url + "/")
+    settle(page)
+    drawn(page)
+    assert len(scripts) == 1, scripts  # the components' script, fetched once
+    assert page.eval_on_selector_all(".al-heatmap", "els => els.length") == 4
+    assert page.locator(".st-key-al-preload").count() == 0  # emptied once `ui` was imported
+    assert page.eval_on_selector("h1", "e => e.getBoundingClientRect().top") < 104  # 96 px: no gap above it
+    assert not page_errors
+
+
 def test_clicking_a_row_of_the_weights_follows_that_token(page, app_url, page_errors):
     page.goto(app_url + "/")
     settle(page)

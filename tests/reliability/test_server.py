@@ -6,7 +6,10 @@ every request to a host other than 127.0.0.1 aborted and recorded.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -196,8 +199,8 @@ def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path:
 
 
 def test_the_server_imports_torch_before_its_first_visitor(tmp_path: Path) -> None:
-    """dashboard.py's st.App lifespan imports `ui` (torch) when the server starts, so the first visitor's script run
-    does not wait for it; nothing connects here, and torch's library appears in the process anyway."""
+    """dashboard.py imports `ui` (torch) as the server starts, so the first visitor's script run does not wait for
+    it; nothing connects here, and torch's library appears in the process anyway."""
     port = live_server.free_port()
     log = tmp_path / "streamlit.log"
     proc = live_server.start(port, log)
@@ -211,3 +214,15 @@ def test_the_server_imports_torch_before_its_first_visitor(tmp_path: Path) -> No
         assert "missing ScriptRunContext" not in log.read_text()  # nothing of the warm-up speaks in the log
     finally:
         live_server.stop(proc)
+
+
+@pytest.mark.parametrize("as_script", [True, False])
+def test_the_warm_up_starts_only_in_the_server_that_runs_the_dashboard(as_script: bool) -> None:
+    """`streamlit run dashboard.py` sets sys.argv to the script before importing it: then the warm-up thread starts
+    at the import, before the server does; a program that imports dashboard.py for its PAGES (a test) starts none."""
+    argv = f"sys.argv = [{str(ROOT / 'dashboard.py')!r}]; " if as_script else ""
+    code = f"import sys, threading; {argv}import dashboard; print(sorted(t.name for t in threading.enumerate()))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert ("warm-up" in out.stdout) is as_script, out.stdout
