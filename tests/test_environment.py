@@ -48,6 +48,8 @@ def test_streamlit_config_hides_errors_and_sends_no_statistics():
     assert config["client"]["showErrorDetails"] == "none", config["client"]
     assert config["browser"]["gatherUsageStats"] is False
     assert config["server"]["headless"] is True
+    # no recursive inotify watch over the app's folder (and the .venv in it): see the comment in config.toml
+    assert config["server"]["fileWatcherType"] == "none"
     theme = config.get("theme", {})
     fonts = [v for k, v in theme.items() if "font" in k.lower()]
     assert not any("http" in str(v) for v in fonts), "a font fetched from the internet at run time"
