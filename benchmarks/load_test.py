@@ -366,7 +366,8 @@ class WsClient:
             elif kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                 el = fwd.delta.new_element
                 what = el.WhichOneof("type")
-                if what == "bidi_component" and el.bidi_component.component_name == "attention_lab.heatmap":
+                heatmap = what == "bidi_component" and el.bidi_component.component_name == "attention_lab.heatmap"
+                if heatmap and el.bidi_component.bytes:  # (no bytes: dashboard.py's early one, drawn empty)
                     header, values, _ = ui.decode_heatmap(el.bidi_component.bytes)
                     c = header["c"]
                     shown["charts"][header["title"]] = [
@@ -696,13 +697,18 @@ def inject_faults(recipe: live_server.Recipe, t0: float, events: dict, done: thr
     def at(seconds: float) -> bool:  # sleep until t0 + seconds; False when the load ended first
         return not done.wait(max(0.0, t0 + seconds - time.monotonic()))
 
-    def until(what: str, check, since: float, limit: float = 90) -> None:  # when check() first held
-        while not check():
-            if time.monotonic() - since > limit or done.is_set():
-                events[what] = None
-                return
+    def until(checks: dict, since: float, limit: float = 90) -> None:
+        """When each check() first held, all polled together: a step another one makes moot is not waited for
+        (a killed replica restarted before HAProxy's checks saw it down is never marked down). None: never."""
+        left = dict(checks)
+        for what in checks:
+            events[what] = None
+        while left and time.monotonic() - since <= limit and not done.is_set():
+            for what, check in list(left.items()):
+                if check():
+                    events[what] = round(time.monotonic() - since, 1)
+                    del left[what]
             time.sleep(0.1)
-        events[what] = round(time.monotonic() - since, 1)
 
     state = lambda name: live_server.proxy_servers(recipe).get(name)  # noqa: E731
     if not at(KILL_AFTER_S):
@@ -711,9 +717,12 @@ def inject_faults(recipe: live_server.Recipe, t0: float, events: dict, done: thr
     os.kill(old, signal.SIGKILL)
     t_kill = time.monotonic()
     events.update(killed=killed, kill_at_s=round(t_kill - t0, 1))
-    until("killed_marked_down_after_s", lambda: state(killed) == "DOWN", t_kill)
-    until("killed_restarted_after_s", lambda: live_server.replica_pid(recipe, killed) not in (None, old), t_kill)
-    until("killed_back_up_after_s", lambda: state(killed) == "UP", t_kill)
+    restarted = lambda: live_server.replica_pid(recipe, killed) not in (None, old)  # noqa: E731
+    until({"killed_marked_down_after_s": lambda: state(killed) == "DOWN", "killed_restarted_after_s": restarted,
+           # serving again: the new process answers its health check, and HAProxy has it UP
+           "killed_back_up_after_s": lambda: events["killed_restarted_after_s"] is not None
+           and live_server.health(recipe.replicas[names.index(killed)]) == "ok" and state(killed) == "UP"},
+          t_kill, HANG_AFTER_S - 1)  # fmt: skip
     if not at(KILL_AFTER_S + HANG_AFTER_S):
         return
     pid = live_server.replica_pid(recipe, hung)
@@ -721,16 +730,16 @@ def inject_faults(recipe: live_server.Recipe, t0: float, events: dict, done: thr
     t_stop = time.monotonic()
     events.update(hung=hung, hang_at_s=round(t_stop - t0, 1))
     try:
-        until("hung_marked_down_after_s", lambda: state(hung) == "DOWN", t_stop)
         # deploy/watchdog.py kills it once its health check has failed for about 30 s; supervisord restarts it.
-        until("hung_restarted_after_s", lambda: live_server.replica_pid(recipe, hung) not in (None, pid), t_stop,
-              HANG_FOR_S)  # fmt: skip
+        until({"hung_marked_down_after_s": lambda: state(hung) == "DOWN",
+               "hung_restarted_after_s": lambda: live_server.replica_pid(recipe, hung) not in (None, pid)},
+              t_stop, HANG_FOR_S)  # fmt: skip
     finally:
         try:
             os.kill(pid, signal.SIGCONT)  # if the watchdog has not killed it
         except ProcessLookupError:
             pass
-    until("hung_back_up_after_s", lambda: state(hung) == "UP", t_stop)
+    until({"hung_back_up_after_s": lambda: state(hung) == "UP"}, t_stop)
 
 
 def fault_windows(events: dict, t0: float) -> list[tuple[float, float]]:
