@@ -240,6 +240,7 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
 def server(monkeypatch: pytest.MonkeyPatch):
     """A fresh server budget of 200 MB and empty result caches, so that the counts below are this test's."""
     fresh = ByteBudget(200 * ui.budget.MB)
+    fresh.evictors = list(ui.budget.SERVER.evictors)
     monkeypatch.setattr(ui.budget, "SERVER", fresh)
     ui.results._cached_large.clear()
     gc.collect()
@@ -281,8 +282,7 @@ def test_a_waiting_run_takes_the_result_another_session_made(server: ByteBudget)
     config = Config(sentence=WORDS, heads=4, seed=10)
     assert server.try_acquire(server.capacity)  # full: the run below waits
     got: list = []
-    waiter = threading.Thread(target=lambda: got.append(ui.budget.compute(config, ui.results._cached_large,
-                                                                          lambda: None)))  # fmt: skip
+    waiter = threading.Thread(target=lambda: got.append(ui.budget.compute(config, ui.results._cached_large)))
     waiter.start()
     time.sleep(0.3)
     made = compute(config)
@@ -303,7 +303,9 @@ def one_result_budget(*configs: Config) -> ByteBudget:
     need = max(budget.compute_bytes(c) for c in configs)
     smallest = min(budget.result_bytes(c) for c in configs)
     assert need < 2 * smallest  # so the budget below cannot hold two Results
-    return ByteBudget(need + smallest // 2)
+    one = ByteBudget(need + smallest // 2)
+    one.evictors = list(ui.budget.SERVER.evictors)  # the caches let go of their Results when a run needs the room
+    return one
 
 
 @pytest.mark.parametrize(

@@ -183,15 +183,11 @@ def _trim_heaps(every_s: float = 5.0) -> None:
     and evicted cache entries stayed resident. malloc_trim(0) gives back every whole free page of every heap (a
     few ms at most, usually 0.02 ms): benchmarks/mem_real_model.py peaked at 658 MB instead of 683-694 MB.
     """
-    try:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return
 
     def loop() -> None:
         while True:
             time.sleep(every_s)
-            trim(0)
+            budget.trim_heaps()
 
     threading.Thread(target=loop, name="malloc-trim", daemon=True).start()
 

@@ -29,6 +29,7 @@ models' runs, the training runs) register theirs.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 import time
@@ -49,6 +50,22 @@ WAIT_S = 120.0  # a run not admitted after this long is told to try again (the s
 POLL_S = 0.25  # how often a waiting run looks whether the Result it waits for was made by another session
 
 T = TypeVar("T")
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def trim_heaps() -> None:
+    """glibc hands every whole free page of its heaps back to the system (malloc_trim(0): a few ms at most); nothing
+    where the C library is not glibc."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _cgroup_limit_files(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list[str]:
@@ -209,10 +226,7 @@ class ByteBudget:
                 fn()
             except Exception:  # an evictor that fails (a cache mid-change) must not stop the run that asked
                 pass
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
+        trim_heaps()
 
     def release(self, n: int) -> None:
         with self._cond:
@@ -255,10 +269,11 @@ def _in_script() -> bool:
     return get_script_run_ctx(suppress_warning=True) is not None
 
 
-def admit(nbytes: int, *, evict: Callable[[], None] | None = None, give_up: Callable[[], bool] | None = None,
-          budget: ByteBudget | None = None, wait_s: float | None = None) -> bool:  # fmt: skip
+def admit(nbytes: int, *, give_up: Callable[[], bool] | None = None, budget: ByteBudget | None = None,
+          wait_s: float | None = None) -> bool:  # fmt: skip
     """Take nbytes of the server's budget, waiting (with a spinner saying why, in a page's run) while other runs
-    hold it. True once taken; False when give_up() became true while waiting. Refused when it cannot be."""
+    hold it; every registered cache lets go first when it does not fit (`evictor`). True once taken; False when
+    give_up() became true while waiting. Refused when it cannot be."""
     budget = budget or SERVER
     wait_s = WAIT_S if wait_s is None else wait_s
     if not budget.fits(nbytes):
@@ -268,13 +283,7 @@ def admit(nbytes: int, *, evict: Callable[[], None] | None = None, give_up: Call
         )
     if budget.try_acquire(nbytes):
         return True
-    given = evict
-
-    def evict() -> None:
-        if given is not None:
-            given()
-        budget.evict_all()
-
+    evict = budget.evict_all
     waiting = (
         f"Waiting for {nbytes / MB:.0f} MB of the server's memory: another visitor's large run is using it "
         f"({budget.used / MB:.0f} of {budget.capacity / MB:.0f} MB taken)…"
@@ -293,18 +302,18 @@ def admit(nbytes: int, *, evict: Callable[[], None] | None = None, give_up: Call
     )
 
 
-def compute(config: Config, cached: Callable[[Config, str], Result], evict: Callable[[], None]) -> Result:
+def compute(config: Config, cached: Callable[[Config, str], Result]) -> Result:
     """A large Result, admitted against the server's budget before it is computed.
 
-    cached(config, key) computes it (through a cache); evict() lets go of what the cache holds, called when the
-    budget is short. A Result another run still holds is shared, not computed again. Raises Refused.
+    cached(config, key) computes it (through a cache whose evictor lets go of it when the budget is short). A Result
+    another run still holds is shared, not computed again. Raises Refused.
     """
     key = repr(config)
     live = _LIVE.get(key)
     if live is not None:
         return live
     need = sizes.compute_bytes(config)
-    if not admit(need, evict=evict, give_up=lambda: key in _LIVE):
+    if not admit(need, give_up=lambda: key in _LIVE):
         return _LIVE[key]  # made by another session while this one waited
     try:
         result = cached(config, key)
@@ -382,14 +391,13 @@ def admitted(
     *,
     held: Callable[[T], int] = sizes.held_bytes,
     holder: Callable[[T], Any] = lambda v: v,
-    evict: Callable[[], None] | None = None,
     admitted_already: bool = False,
 ) -> T:
     """make(), admitted against the server's budget for nbytes (its peak) first; once it returns, the value keeps
     held(value) of those bytes (at most nbytes) until holder(value) is gone, and the rest goes back. Raises Refused
     (a ValueError) when it cannot be admitted."""
     if not admitted_already:
-        admit(nbytes, evict=evict)
+        admit(nbytes)
     try:
         value = make()
     except BaseException:

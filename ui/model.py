@@ -141,7 +141,6 @@ def _read(sentence: str) -> pretrained.Reading:
         pretrained.forward_bytes(tokens) + kept,
         lambda: pretrained.read(model, sentence, weights_upto=MODEL_VIEW_MAX),
         held=lambda _: kept,
-        evict=_free_cached,
     )
 
 

@@ -88,7 +88,7 @@ def compute(config: Config) -> Result:
     """
     if result_bytes(config) <= SMALL_RESULT_BYTES:
         return _cached(config, repr(config))
-    return budget.compute(config, _cached_large, _cached_large.clear)
+    return budget.compute(config, _cached_large)
 
 
 def tokens_or_stop(name: str = "sentence") -> tuple[str, ...]:
