@@ -8,13 +8,19 @@ length. A snapshot's attention is `attention.compute` on its weights; runs are d
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from attention import compute
 from attention.models import tiny
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _train_until_formed(settings: tiny.Settings) -> tiny.Run:
@@ -215,3 +221,37 @@ def test_other_tasks_train_and_score_their_own_pattern() -> None:
         run = tiny.train(tiny.Settings(task=task, steps=2, every=1))
         assert set(run.snapshots[-1].scores) == {"previous_token", task}
         assert len(run.snapshots) == 3
+
+
+@pytest.mark.parametrize("foreach", [False, True])
+def test_the_optimizer_is_torchs_adamw_step_for_step(foreach: bool) -> None:
+    """tiny.AdamW against torch.optim.AdamW (the oracle) on the same weights and gradients, with weight decay and the
+    bias corrections of the first steps: the single-tensor form op for op, exactly; the foreach form to rounding."""
+    g = torch.Generator().manual_seed(3)
+    start = [torch.randn(5, 4, generator=g), torch.randn(7, generator=g)]
+    ours_p = [t.clone() for t in start]
+    theirs_p = [t.clone().requires_grad_(True) for t in start]
+    ours = tiny.AdamW(ours_p, lr=0.05)
+    theirs = torch.optim.AdamW(theirs_p, lr=0.05, foreach=foreach)
+    for _ in range(6):
+        grads = [torch.randn(t.shape, generator=g) for t in start]
+        for p, q, grad in zip(ours_p, theirs_p, grads, strict=True):
+            p.grad, q.grad = grad.clone(), grad.clone()
+        ours.step()
+        theirs.step()
+        for p, q in zip(ours_p, theirs_p, strict=True):
+            if foreach:
+                torch.testing.assert_close(p, q.detach(), rtol=1e-6, atol=1e-7)
+            else:
+                assert torch.equal(p, q.detach())
+    assert not torch.equal(ours_p[0], start[0])  # it moved
+
+
+def test_training_leaves_torch_dynamo_unimported() -> None:
+    """torch's optimizers import torch._dynamo (70 MB, for good) in the process that trains: on a hosted copy the
+    server. A fresh process trains a few steps with ours and has not imported it."""
+    code = ("import sys; from attention.models import tiny; tiny.warm(); "
+            "print('torch._dynamo' in sys.modules, 'torch' in sys.modules)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert out.stdout.split() == ["False", "True"], out.stderr

@@ -15,12 +15,12 @@ train. They train a chunk of steps at a time (`tiny.Trainer.state` carries the r
 numbers as one uninterrupted run), and each chunk's snapshots are published as they come, so a page shows the
 curve moving. A server of several processes (deploy/) keeps runs per process.
 
-A worker warms up before its first task (`tiny.worker_init`: torch._dynamo, which AdamW imports, about 1 s and
-70 MB) and the page starts the pool when it opens, so Play's first chunk trains at once. Not in the server's own
-process (where a run's first chunk would not wait for a nice-19 worker on a busy machine): dynamo's ~120,000
-objects, imported after `ui` froze the start-up's (gc.freeze), made every full garbage collection there 56 ms
-longer, and another session's rerun took twice as long (median 124 -> 249 ms during four trainings, 62 -> 136 ms
-after them, at load 4.5).
+A worker warms up before its first task (`tiny.worker_init`: two throwaway steps) and the page starts the pool when
+it opens, so Play's first chunk trains at once. Training uses `tiny.AdamW`, not torch's optimizer, which imports
+torch._dynamo (about 1 s and 70 MB for good): in the server's own process (thread mode, the hosted copy) dynamo's
+~120,000 objects, imported after `ui` froze the start-up's (gc.freeze), also made every full garbage collection
+56 ms longer, and another session's rerun took twice as long (median 124 -> 249 ms during four trainings, 62 ->
+136 ms after them, at load 4.5).
 
 Under a memory limit (the hosted copy has 690 MB for everything) a worker process costs too much: importing torch
 alone is about 150 MB of anonymous memory, twice that for two workers. A server whose memory is limited below
