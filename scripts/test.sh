@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's, and CI's through .ci/run):
 #   bash scripts/test.sh [pytest arguments]
-# Creates .venv when missing and installs uv.lock's exact set into it (the app's packages, the test tools and the
-# oracles: `uv sync --locked --all-groups`, with uv from PyPI), then runs ruff (lint and format) and pytest over
-# everything: unit, AppTest and real-browser tests.
+# Creates .venv when missing and installs uv.lock's exact set into it, compiled to bytecode (the app's packages, the
+# test tools and the oracles, with uv from PyPI; pyproject.toml says why compiled here), then runs ruff (lint and
+# format) and pytest over everything: unit, AppTest and real-browser tests.
 # Browser screenshots, the Streamlit server's log and junit.xml land in artifacts/ (git-ignored).
 # Exits non-zero when the install, ruff or pytest fails, and when pytest collects no tests (its exit code 5).
 set -euo pipefail
@@ -24,12 +24,12 @@ wanted="$(cat uv.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$wanted" ]]; then
   [[ -x .venv/bin/uv ]] || .venv/bin/python -m pip install --quiet "uv==$UV_VERSION"
   # --inexact keeps pip and uv themselves in .venv; everything else is the lock's.
-  if ! .venv/bin/uv sync --locked --inexact --all-groups; then
+  if ! .venv/bin/uv sync --locked --inexact --all-groups --compile-bytecode; then
     # Where PyTorch's index cannot be reached (this project's CI machines): everything else from the lock with uv,
     # then torch with pip, which finds the same wheel file through its own configuration (find-links) and installs
     # it only if its SHA-256 is the lock's.
     echo "scripts/test.sh: installing the locked torch with pip instead, checked against uv.lock's hash" >&2
-    .venv/bin/uv sync --locked --inexact --all-groups --no-install-package torch
+    .venv/bin/uv sync --locked --inexact --all-groups --compile-bytecode --no-install-package torch
     .venv/bin/python -c '
 import tomllib
 torch = next(p for p in tomllib.load(open("uv.lock", "rb"))["package"] if p["name"] == "torch")
