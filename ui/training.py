@@ -330,7 +330,7 @@ def curve_spec(
 def curve(frame: pd.DataFrame, spec: dict, *, key: str, container: Any = None) -> None:
     """A curve chart as tall as its content: the plot's height from the spec, plus its title, axis and legend (a
     fixed frame squeezed the plot when a narrow column wrapped the legend)."""
-    charts.chart(frame, spec, height=spec["height"] + 130, key=key, container=container)
+    charts.chart(frame, spec, height="content", key=key, container=container)
 
 
 def curves(run: tiny.Run, at: int | None = None) -> None:
@@ -517,7 +517,6 @@ def lengths_spec() -> dict:
     """Bars: the share of answers right at each run length, coloured by whether training saw that length."""
     return {
         "title": "Share of the answers right, by run length",
-        "height": 150,
         "mark": {"type": "bar"},
         "encoding": {
             "x": {"field": "run length", "type": "ordinal"},
