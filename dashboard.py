@@ -5,7 +5,6 @@ folder-based navigation gives a file in pages/, so a share link opened on a fres
 server names the same page both ways (see `ui.ensure_frame`).
 """
 
-import functools
 import sys
 import threading
 from contextlib import asynccontextmanager
@@ -89,13 +88,15 @@ def warm_up() -> None:
         sys.setswitchinterval(switch)
 
 
-@functools.lru_cache(maxsize=1)  # once a process
-def start_warm_up() -> threading.Thread:
-    """warm_up() in a daemon thread: the server answers its health check and serves the browser its scripts while
-    torch is imported."""
-    thread = threading.Thread(target=warm_up, name="warm-up", daemon=True)
-    thread.start()
-    return thread
+_warming: list[threading.Thread] = []
+
+
+def start_warm_up() -> None:
+    """warm_up() in a daemon thread, once a process: the server answers its health check and serves the browser its
+    scripts while torch is imported."""
+    if not _warming:
+        _warming.append(threading.Thread(target=warm_up, name="warm-up", daemon=True))
+        _warming[0].start()
 
 
 @asynccontextmanager
