@@ -217,7 +217,7 @@ def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
 def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
     """ui.results, ui.model and ui.chat register their caches (ui.budget.evictor): a toy run short of memory lets
     go of what the model pages keep, and they of its."""
-    names = {f.__module__ + "." + f.__qualname__ for f in ui.budget.EVICTORS}
+    names = {f.__module__ + "." + f.__qualname__ for f in ui.budget.SERVER.evictors}
     assert {"ui.model._free_cached", "ui.chat._free_cached", "ui.training._free_cached"} <= names
     fresh = ByteBudget(100)
     monkeypatch.setattr(ui.budget, "SERVER", fresh)
@@ -228,7 +228,7 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
     cache = [Kept()]
     assert fresh.try_acquire(80)
     fresh.hold(cache[0], 80)
-    monkeypatch.setattr(ui.budget, "EVICTORS", [cache.clear])
+    fresh.evictors.append(cache.clear)
     assert ui.budget.admit(50)  # only by the registered evictor
     assert fresh.used == 50 and cache == []
 
@@ -240,6 +240,7 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
 def server(monkeypatch: pytest.MonkeyPatch):
     """A fresh server budget of 200 MB and empty result caches, so that the counts below are this test's."""
     fresh = ByteBudget(200 * ui.budget.MB)
+    fresh.evictors = list(ui.budget.SERVER.evictors)
     monkeypatch.setattr(ui.budget, "SERVER", fresh)
     ui.results._cached_large.clear()
     gc.collect()
@@ -302,7 +303,9 @@ def one_result_budget(*configs: Config) -> ByteBudget:
     need = max(budget.compute_bytes(c) for c in configs)
     smallest = min(budget.result_bytes(c) for c in configs)
     assert need < 2 * smallest  # so the budget below cannot hold two Results
-    return ByteBudget(need + smallest // 2)
+    one = ByteBudget(need + smallest // 2)
+    one.evictors = list(ui.budget.SERVER.evictors)  # the caches let go of their Results when a run needs the room
+    return one
 
 
 @pytest.mark.parametrize(

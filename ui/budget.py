@@ -149,6 +149,7 @@ class ByteBudget:
         self.ceiling = ceiling
         self.alone_ceiling = ceiling if alone_ceiling is None else alone_ceiling
         self.memory = memory
+        self.evictors: list[Callable[[], None]] = []  # the server-wide caches' (`evictor`)
         self.used = 0
         self.peak = 0  # the most ever taken at once (benchmarks and tests reset it)
         self._cond = threading.Condition(threading.RLock())  # reentrant: a finalizer may release inside acquire
@@ -218,6 +219,15 @@ class ByteBudget:
                 self._queue.remove(me)
                 self._cond.notify_all()
 
+    def evict_all(self) -> None:
+        """Every registered cache lets go of what it keeps, then glibc hands the freed pages back to the system."""
+        for fn in list(self.evictors):
+            try:
+                fn()
+            except Exception:  # an evictor that fails (a cache mid-change) must not stop the run that asked
+                pass
+        trim_heaps()
+
     def release(self, n: int) -> None:
         with self._cond:
             self.used -= n
@@ -235,27 +245,12 @@ SERVER = ByteBudget(
 )
 
 
-# The process's server-wide caches, each by the function that lets go of what it keeps (`evictor`): the process's,
-# not a budget's, so a budget swapped in (a test's) still has them let go.
-EVICTORS: list[Callable[[], None]] = []
-
-
 def evictor(fn: Callable[[], None]) -> Callable[[], None]:
-    """Register fn (let go of what a server-wide cache keeps and no session is drawing), to be called when a run does
-    not fit; once per function (a decorator, or called at a module's import)."""
-    if fn not in EVICTORS:
-        EVICTORS.append(fn)
+    """Register fn (let go of what a server-wide cache keeps and no session is drawing) with the server's budget, to
+    be called when a run does not fit; once per function (a decorator, or called at a module's import)."""
+    if fn not in SERVER.evictors:
+        SERVER.evictors.append(fn)
     return fn
-
-
-def evict_all() -> None:
-    """Every registered cache lets go of what it keeps, then glibc hands the freed pages back to the system."""
-    for fn in list(EVICTORS):
-        try:
-            fn()
-        except Exception:  # an evictor that fails (a cache mid-change) must not stop the run that asked
-            pass
-    trim_heaps()
 
 
 # Every large Result alive in the process, by config: a second session asking for one gets the same object.
@@ -288,15 +283,16 @@ def admit(nbytes: int, *, give_up: Callable[[], bool] | None = None, budget: Byt
         )
     if budget.try_acquire(nbytes):
         return True
+    evict = budget.evict_all
     waiting = (
         f"Waiting for {nbytes / MB:.0f} MB of the server's memory: another visitor's large run is using it "
         f"({budget.used / MB:.0f} of {budget.capacity / MB:.0f} MB taken)…"
     )
     if _in_script():
         with st.spinner(waiting, show_time=True):
-            got = budget.acquire(nbytes, wait_s, evict=evict_all, give_up=give_up)
+            got = budget.acquire(nbytes, wait_s, evict=evict, give_up=give_up)
     else:  # a download being made, or a test: no page to write on
-        got = budget.acquire(nbytes, wait_s, evict=evict_all, give_up=give_up)
+        got = budget.acquire(nbytes, wait_s, evict=evict, give_up=give_up)
     if got or (give_up is not None and give_up()):
         return got
     raise Refused(
