@@ -38,7 +38,7 @@ ui.heatmap(
     container=top[0],
     annotate=result.embeddings.shape[1] <= NARROW,
 )
-top[0].caption("The first sentence's vectors: they become the queries.")
+top[0].caption("The first sentence's vectors: they become the queries. " + ui.inputs_note(result.config))
 ui.heatmap(
     result.key_embeddings,
     keys,
@@ -48,7 +48,10 @@ ui.heatmap(
     container=top[1],
     annotate=result.key_embeddings.shape[1] <= NARROW,
 )
-top[1].caption("The second sentence's vectors: they become the keys and the values.")
+top[1].caption(
+    "The second sentence's vectors: they become the keys and the values. Both sentences' words share one random "
+    "table, so a word in both has the same vector in both."
+)
 ui.heatmap(result.omega[head], tok, keys, title=f"Omega = Q Kᵀ ({t_q} × {t_k})", key="ca:omega", container=bottom[0])
 bottom[0].caption("Each query of the first sentence scored against each key of the second.")
 ui.heatmap(

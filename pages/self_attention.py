@@ -29,7 +29,7 @@ top, bottom = st.columns(2), st.columns(2)
 cols = [top[0], top[1], bottom[0], bottom[1]]
 ui.heatmap(result.embeddings, tok, [f"d{k + 1}" for k in range(result.embeddings.shape[1])],
            title="Embeddings x", key="sa:emb", container=cols[0])  # fmt: skip
-cols[0].caption("Each row is one token's input vector (d_model numbers).")
+cols[0].caption(ui.inputs_note(result.config))
 ui.heatmap(result.omega[head], tok, tok, title="Omega = Q Kᵀ", key="sa:omega", container=cols[1])
 cols[1].caption("Raw scores: query row · key column, before scaling and softmax.")
 picked = ui.heatmap(

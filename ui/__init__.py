@@ -26,7 +26,7 @@ from .charts import band_chart, bars, chart, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
 from .lazy import warm_after
-from .lessons import SAY, clicker, stepper, walkthrough
+from .lessons import SAY, clicker, inputs_note, stepper, walkthrough
 from .markup import dim_labels, explain, labels, plain
 from .results import (
     check_length,
@@ -102,6 +102,7 @@ __all__ = [
     "largest_abs",
     "SAY",
     "clicker",
+    "inputs_note",
     "stepper",
     "walkthrough",
     "dim_labels",

@@ -13,7 +13,8 @@ import streamlit as st
 import torch
 
 from assets import STEP_KEYS
-from attention import Result
+from attention import Config, Result
+from attention.weights import vocabulary
 
 from .heatmaps import heatmap, ignore_event
 from .lazy import lazy
@@ -106,6 +107,25 @@ def walkthrough(result: Result, head: int, i: int, head_name: str | None = None)
     st.dataframe(table, hide_index=True, width="stretch", height=min(38 + 35 * len(cols), 400), column_config=formats)
 
 
+def inputs_note(config: Config) -> str:
+    """Where a toy page's input vectors come from, in a caption: random and untrained, and (the tutorial's
+    nn.Embedding over the sentence's sorted words) why a word's vector follows its alphabetical rank, so that a
+    learner reads no meaning into it: in another sentence another word takes that rank, and that very vector."""
+    if config.embeddings is not None:
+        return "Each row is one token's input vector, as given."
+    if config.embedding_init != "embedding":
+        return "Each row is one token's input vector: random numbers drawn from the seed, untrained."
+    words = vocabulary(config)
+    first = words[0] if len(words[0]) <= 24 else words[0][:20] + "…"
+    whose = "the two sentences'" if config.is_cross else "this sentence's"
+    return (
+        f"Each row is one token's input vector, random and untrained, as the tutorial builds it: each distinct word "
+        f"takes a row of a random table in alphabetical order (capitals first: “{plain(first)}” is row 1 of "
+        f"{len(words)}). So a vector follows the word's rank in {whose} words, not its meaning: another sentence gives "
+        f"that rank, and that very vector, to another word."
+    )
+
+
 # What a presenter says at each stage, under its title: one sentence for the room.
 SAY = (
     "Every word starts as a row of numbers; at this point no token knows anything about the others.",
@@ -181,7 +201,7 @@ def _dims(n: int) -> list[str]:
 
 def _stage(s: int, r: Result, h: int, tok: list[str], keys: list[str]) -> None:
     if s == 0:
-        explain("Each token becomes a vector of d_model numbers: the input x.")
+        explain(inputs_note(r.config))
         heatmap(
             r.embeddings,
             tok,
@@ -191,7 +211,10 @@ def _stage(s: int, r: Result, h: int, tok: list[str], keys: list[str]) -> None:
             max_height=STEP_PLOT_MAX,
         )
     elif s == 1:
-        explain("Three learned matrices project every token into a query, a key and a value.")
+        explain(
+            "Three matrices, W_q, W_k and W_v, project every token into a query, a key and a value. Here they are "
+            "random and untrained: a trained model learns them, and only then do the scores mean anything."
+        )
         c = st.columns(3)
         heatmap(
             r.queries[h],

@@ -145,7 +145,8 @@ def _set_many(values: dict[str, Any]) -> None:
 
 
 def weights_note(container: Any = None) -> None:
-    """One line on the page's first screen: which weights it draws, and a button to the tutorial's (or back)."""
+    """A line on the page's first screen: that its inputs and weights are random and untrained, which weights it
+    draws, and a button to the tutorial's (or back)."""
     init, draws = get("init"), get("draws")
     tutorial = init == TUTORIAL_WEIGHTS["init"] and draws == "tutorial"
     order = (
@@ -154,7 +155,10 @@ def weights_note(container: Any = None) -> None:
         else "adding heads keeps head 1"
     )
     words, row = (container or st).columns([3, 1], vertical_alignment="center", gap="small")
-    words.caption(f"**Weights:** {_INIT_WORDS.get(init, init)}; {order}.")
+    words.caption(
+        f"**Random, untrained:** the embeddings and W_q, W_k, W_v are drawn from the seed, not learned, so a high "
+        f"weight says nothing about what the words mean. **Weights:** {_INIT_WORDS.get(init, init)}; {order}."
+    )
     target, label = (SCALED_WEIGHTS, "Scaled normal weights") if tutorial else (TUTORIAL_WEIGHTS, "Tutorial's weights")
     row.button(
         label, key="w:weights_note", on_click=_set_many, args=(target,), icon=":material/swap_horiz:",

@@ -326,6 +326,8 @@ def test_cross_defaults_queries_from_one_sentence_keys_from_the_other():
     omega = charts(at)[CROSS_OMEGA].set_index(["i", "j"])["value"]
     assert abs(float(omega[(1, 2)]) - float(r.omega[0, 1, 2])) < 1e-4
     assert "may differ" in texts(at)
+    # random, untrained inputs whose rows follow the rank among both sentences' 15 distinct words
+    assert "random and untrained" in texts(at) and "“Life” is row 1 of 15" in texts(at)
 
 
 def test_cross_second_sentence_changes_the_rectangle():

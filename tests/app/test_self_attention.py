@@ -175,6 +175,28 @@ def test_step_mode_shows_one_stage_at_a_time_with_what_to_say() -> None:
     assert [s.value for s in at.subheader] == ["1. Embeddings"]
 
 
+def test_the_page_says_its_inputs_and_weights_are_random_untrained_and_follow_the_words_rank() -> None:
+    at = app()
+    captions = [c.value for c in at.main.caption]
+    assert any(c.startswith("**Random, untrained:** the embeddings and W_q, W_k, W_v") for c in captions)
+    note = ui.inputs_note(config_of(at))
+    assert note in captions  # under the embeddings
+    assert "alphabetical order" in note and "“Life” is row 1 of 6" in note  # capitals sort first
+    # what it claims: the vector is the rank's, not the word's ("fine" here is "good" there: both rank 2 of 4)
+    good = compute(Config(sentence="the cat is good", **WEIGHTS))
+    fine = compute(Config(sentence="the cat is fine", **WEIGHTS))
+    torch.testing.assert_close(good.embeddings[3], fine.embeddings[3], rtol=0, atol=0)
+    torch.testing.assert_close(good.embeddings[:3], fine.embeddings[:3], rtol=0, atol=0)
+
+
+def test_step_mode_calls_the_projections_random_not_learned() -> None:
+    at = app(stepmode="true")
+    assert ui.inputs_note(config_of(at)) in [c.value for c in at.main.caption]  # stage 1: embeddings
+    at.button(key="step:next").click().run()
+    said = " ".join(c.value for c in at.main.caption)
+    assert "random and untrained" in said and "learned matrices" not in said
+
+
 def test_every_stage_has_a_sentence_to_say() -> None:
     assert len(ui.SAY) == len(ui.STAGES) and all(s.endswith(".") for s in ui.SAY)
 
