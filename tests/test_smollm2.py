@@ -398,3 +398,24 @@ def test_run_bytes_bounds_what_a_run_holds_before_it_is_made(model: S.Model, tok
     step = S.step(model, S.slim(run), ids[0])
     assert S.run_bytes(model, 1, tokens) >= held_bytes(step)
     assert S.run_bytes(model, tokens, keep=False) < S.run_bytes(model, tokens)
+
+
+@pytest.mark.parametrize("temperature", [1e-38, 1e-40, 1e-45, 1e-300, 2.2e-308, 5e-324])
+def test_any_positive_temperature_samples_the_most_probable_token_without_nan(temperature: float) -> None:
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(49152, generator=g) * 8
+    probabilities = S.next_token_probabilities(logits, temperature, 10)
+    assert bool(torch.isfinite(probabilities).all())
+    assert int(probabilities.argmax()) == int(logits.argmax()) and float(probabilities.max()) == 1.0
+    assert S.choose(logits, temperature, 10, seed=3) == int(logits.argmax())
+
+
+def test_probabilities_at_ordinary_temperatures_are_the_plain_softmax_over_the_top_k() -> None:
+    logits = torch.randn(1000, generator=torch.Generator().manual_seed(1)) * 4
+    for temperature in (0.05, 0.7, 1.0, 2.0):
+        scaled = logits / temperature
+        kth = scaled.topk(7).values[-1]
+        expected = torch.softmax(scaled.masked_fill(scaled < kth, float("-inf")), dim=-1)
+        torch.testing.assert_close(S.next_token_probabilities(logits, temperature, 7), expected)
+    with pytest.raises(ValueError, match="at least 0"):
+        S.next_token_probabilities(logits, float("nan"))

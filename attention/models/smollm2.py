@@ -558,17 +558,19 @@ def step(model: Model, run: Run, token: int, **kwargs) -> Run:
 def next_token_probabilities(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
     """softmax(logits / temperature) over the top_k largest logits (the rest 0): (V,) -> (V,).
 
-    temperature 0 is greedy (all the probability on the largest logit)."""
-    if temperature < 0:
+    temperature 0 is greedy (all the probability on the largest logit). Any positive temperature is safe, down to
+    the smallest float (5e-324): the logits are shifted by their maximum first, so the largest scaled logit is 0
+    and the others at most 0 (-inf where the division overflows), in float64, where such a temperature is not 0."""
+    if not temperature >= 0:  # a NaN too
         raise ValueError(f"temperature must be at least 0; got {temperature}")
     logits = logits.float()
     if temperature == 0:
         return F.one_hot(logits.argmax(), logits.shape[-1]).float()
-    scaled = logits / temperature
-    if top_k is not None and 0 < top_k < logits.shape[-1]:
-        kth = scaled.topk(top_k).values[-1]
-        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-    return torch.softmax(scaled, dim=-1)
+    if top_k is not None and 0 < top_k < logits.shape[-1]:  # the same k for any temperature > 0: order is kept
+        kth = logits.topk(top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    scaled = (logits.double() - logits.max()) / temperature  # (V,) <= 0, the largest exactly 0
+    return torch.softmax(scaled, dim=-1).float()
 
 
 def choose(logits: torch.Tensor, temperature: float, top_k: int | None, seed: int) -> int:
