@@ -12,7 +12,7 @@ st.caption(
     "heads of 64 numbers; RoPE; 49,152 byte-level BPE tokens), read offline from 4-bit weights and run by this "
     "project's own forward pass. Layers and heads count from 0."
 )
-ui.show_url_warnings()
+ui.show_url_warnings(prefix=chat.PREFIX)  # a link's temperature=... is this page's
 model = chat.model_or_stop()
 preset = ui.toggle(chat.PREFIX + "induction", container=st)
 if preset:

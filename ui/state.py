@@ -183,7 +183,38 @@ def init_state() -> None:
     ss["_touched"] = touched  # set by the link or by the user: a page's own defaults leave these alone
     unknown = [k for k in st.query_params.keys() if k not in PARAMS and k not in RENAMED]
     ss["_url_warnings"] = bad + unknown
+    ss["_link"] = {k: st.query_params.get_all(k)[-1] for k in st.query_params.keys()}  # for `read_own_names`
     ss["_state_ready"] = True
+
+
+def read_own_names(prefix: str) -> None:
+    """On a page whose settings travel under a prefix (chat_temperature), a link that names one of them bare
+    (temperature=0.5, as the page's label says) sets the page's own, once per session: the bare name is another
+    page's setting (the attention Config's temperature, 0.05 to 50) or none at all (top_k), and the link meant
+    this page's. A link that names the prefixed one too keeps it. Its warnings: `link_warning`."""
+    ss = st.session_state
+    done = ss.setdefault("_own_names_read", set())
+    if prefix in done:
+        return
+    done.add(prefix)
+    link = ss.get("_link", {})
+    for name, raw in link.items():
+        own = prefix + name
+        if own in PARAMS and own not in link and _linkable(own, raw):
+            put(own, _parse(own, raw))
+
+
+def link_warning(name: str, prefix: str = "") -> str | None:
+    """The warning for a link's unusable `name` on a page whose own settings travel under `prefix`: the range of
+    the setting this page reads under that name ('temperature (a number from 0 to 2)' on the chat page), None when
+    this page read the value as its own (`read_own_names`)."""
+    own = prefix + name if prefix else ""
+    link = st.session_state.get("_link", {})
+    if own in PARAMS and own not in link:
+        return None if _linkable(own, link.get(name, "")) else f"{name} ({allowed(own)})"
+    if name in PARAMS:
+        return f"{name} ({allowed(name)})"
+    return (name if len(name) <= 40 else name[:39] + "…") + " (unknown)"
 
 
 def get(name: str) -> Any:

@@ -23,7 +23,18 @@ from attention.config import SETTINGS
 
 from .lazy import lazy
 from .markup import labels, plain
-from .state import B_SIDE, MAX_CHARS, PARAMS, SPLIT_DERIVED, allowed, ensure_frame, get, page_defaults, put
+from .state import (
+    B_SIDE,
+    MAX_CHARS,
+    PARAMS,
+    SPLIT_DERIVED,
+    ensure_frame,
+    get,
+    link_warning,
+    page_defaults,
+    put,
+    read_own_names,
+)
 
 pd = lazy("pandas")  # imported at first use: the mask editor's table (ui/lazy.py)
 
@@ -267,19 +278,21 @@ def presenter_toggle() -> bool:
     return on
 
 
-def show_url_warnings(**defaults: Any) -> None:
+def show_url_warnings(prefix: str = "", **defaults: Any) -> None:
     """Call first on every page: runs it inside the frame, applies the page's own defaults (see `page_defaults`),
-    offers presenter mode, then warns about unusable link values."""
+    offers presenter mode, then warns about unusable link values, each with the range this page gives it.
+
+    prefix: the URL prefix of the page's own settings (chat_ for chat_temperature): a link's bare `temperature` is
+    then this page's temperature (`ui.state.read_own_names`)."""
     ensure_frame()
+    if prefix:
+        read_own_names(prefix)
     page_defaults(**defaults)
     presenter_toggle()
     bad = st.session_state.get("_url_warnings") or []
-    if bad:
-        # unknown keys are the link's own text: shown shortened and inert, never as Markdown or HTML
-        names = "; ".join(
-            plain(f"{n} ({allowed(n)})" if n in PARAMS else (n if len(n) <= 40 else n[:39] + "…") + " (unknown)")
-            for n in sorted(set(bad))
-        )
+    # unknown keys are the link's own text: shown shortened and inert, never as Markdown or HTML
+    names = "; ".join(plain(w) for w in (link_warning(n, prefix) for n in sorted(set(bad))) if w)
+    if names:
         st.warning(f"Some link parameters were missing a valid value and were reset to defaults: {names}.")
 
 

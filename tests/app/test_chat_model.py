@@ -121,3 +121,14 @@ def test_the_page_loads_with_every_non_loopback_connection_refused(monkeypatch) 
     S.load.cache_clear()  # the model is read from disk under the block, not taken from an earlier test
     at = page()
     assert "Softmax weights (causal)" in heatmaps(at) and not at.error and tried == []
+
+
+def test_link_warnings_name_this_pages_own_ranges() -> None:
+    at = page(temperature="-1", top_k="0", layer="40")
+    shown = " ".join(w.value for w in at.warning).replace("\\", "")  # Markdown escapes left out
+    assert "temperature (a number from 0 to 2)" in shown and "top_k (a whole number from 1 to 50)" in shown
+    assert "layer (a whole number from 0 to 29)" in shown and "0.05" not in shown and "unknown" not in shown
+    at = page(temperature="0.01", top_k="3", layer="25")  # the bare names are this page's settings
+    assert not at.warning
+    assert at.slider(key="w:chat_temperature").value == 0.01 and at.slider(key="w:chat_top_k").value == 3
+    assert at.query_params["chat_top_k"] in ("3", ["3"]) and "top_k" not in at.query_params
