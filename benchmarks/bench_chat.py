@@ -4,6 +4,13 @@ real memory limit.
 
     python benchmarks/bench_chat.py                      # the timings (one torch thread, as the server runs)
     python benchmarks/bench_chat.py --server --limit-mib 690   # + the server in a cgroup v1 memory group (root)
+    python benchmarks/bench_chat.py --no-timings --browser [--root DIR] [--generated 1 16 64] [--repeats 5]
+
+--browser: what a learner waits for on the page after generating: `streamlit run dashboard.py` (from --root, another
+checkout such as a `git worktree` of an older commit, for a before/after) in Debian's headless Chromium, the page
+opened with chat_generate=N (N tokens generated), then --repeats clicks on the "with RoPE" switch, each timed in
+the page's own clock from the click to the rerun's end with every heatmap drawn (the Omega heatmap holding its new
+numbers) and every Vega chart on the page; medians are printed, and the single runs.
 
 Timings are medians over --repeats runs, in this process, on one intra-op thread (deploy/replica.sh and the
 Dockerfile set OMP_NUM_THREADS=1). The server part starts `streamlit run dashboard.py` inside the cgroup, opens the
@@ -113,6 +120,76 @@ def server(limit_mib: int | None, sessions: int) -> int:
             group.rmdir()
 
 
+# Armed before each click: the click's time, then (polled) the moment the rerun is over and every chart is drawn.
+CLICK_JS = """() => {
+  const omega = [...document.querySelectorAll('.al-heatmap')].find(e => (e.dataset.title || '').startsWith('Omega'));
+  window.__chat = { clicked: null, before: omega ? omega.dataset.drawn : null };
+  document.addEventListener('click', () => { if (window.__chat.clicked === null)
+    window.__chat.clicked = performance.now(); }, { capture: true, once: true });
+}"""
+DRAWN_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const maps = [...document.querySelectorAll('.al-heatmap')];
+  const omega = maps.find(e => (e.dataset.title || '').startsWith('Omega'));
+  const vega = [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')];
+  if (app.dataset.testScriptState !== 'notRunning' || !omega || omega.dataset.drawn === window.__chat.before
+      || !maps.every(e => e.dataset.drawn) || !vega.every(e => e.querySelector('canvas, svg'))) return false;
+  return performance.now() - window.__chat.clicked;
+}"""
+
+
+def browser(root: Path, port: int, generated: list[int], repeats: int) -> None:
+    """Medians of `repeats` reruns (a click on the RoPE switch) after each number of generated tokens."""
+    import subprocess
+
+    import live_server
+    from playwright.sync_api import sync_playwright
+
+    cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port),
+           "--server.address", live_server.LOOPBACK, "--server.headless", "true", "--server.fileWatcherType", "none",
+           "--browser.gatherUsageStats", "false"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    log = open(f"/tmp/bench_chat_{port}.log", "wb")
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://{live_server.LOOPBACK}:{port}"
+    try:
+        while live_server.health(base) != "ok":
+            if proc.poll() is not None:
+                raise SystemExit(f"the server exited: see /tmp/bench_chat_{port}.log")
+            time.sleep(0.3)
+        print(f"server from {root}; Chromium {live_server.find_chromium()[0]}; {repeats} clicks after each")
+        with sync_playwright() as playwright:
+            chromium = live_server.find_chromium()[0]
+            b = playwright.chromium.launch(executable_path=chromium, args=live_server.CHROMIUM_ARGS)
+            for n in generated:
+                page = b.new_page(viewport={"width": 1400, "height": 1000})
+                t0 = time.monotonic()
+                page.goto(f"{base}/chat_model?chat_generate={n}")
+                app = '[data-testid="stApp"]'
+                page.wait_for_selector(f'{app}[data-test-connection-state="CONNECTED"]', timeout=600_000)
+                page.wait_for_timeout(300)
+                page.wait_for_selector(f'{app}[data-test-script-state="notRunning"]', timeout=600_000)
+                opened = time.monotonic() - t0
+                step = page.get_by_text(f"Step {n}:")
+                if n and step.count() == 0:
+                    print(f"{n} generated: the page does not offer it (its link was reset); not measured")
+                    page.close()
+                    continue
+                times = []
+                for _ in range(repeats):
+                    page.evaluate(CLICK_JS)
+                    page.get_by_text("with RoPE", exact=True).click()
+                    ms = page.wait_for_function(DRAWN_JS, timeout=600_000, polling=10).json_value()
+                    times.append(ms / 1000)
+                    page.wait_for_timeout(300)
+                print(f"{n} generated (page opened in {opened:.1f} s): rerun median {statistics.median(times):.2f} s "
+                      f"(runs: {', '.join(f'{t:.2f}' for t in times)})")  # fmt: skip
+                page.close()
+            b.close()
+    finally:
+        live_server.stop(proc)
+
+
 if __name__ == "__main__":
     cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     cli.add_argument("--repeats", type=int, default=5)
@@ -120,7 +197,13 @@ if __name__ == "__main__":
     cli.add_argument("--sessions", type=int, default=20)
     cli.add_argument("--limit-mib", type=int, help="run the server in a cgroup v1 memory group of this many MiB")
     cli.add_argument("--no-timings", action="store_true", help="only the server's memory")
+    cli.add_argument("--browser", action="store_true", help="time the page's reruns in headless Chromium")
+    cli.add_argument("--root", type=Path, default=ROOT, help="the checkout whose server --browser starts")
+    cli.add_argument("--port", type=int, default=8621)
+    cli.add_argument("--generated", type=int, nargs="+", default=[1, 16, 64])
     a = cli.parse_args()
     if not a.no_timings:
         timings(a.repeats)
+    if a.browser:
+        browser(a.root.resolve(), a.port, a.generated, a.repeats)
     sys.exit(server(a.limit_mib, a.sessions) if a.server else 0)

@@ -3,6 +3,7 @@
 import streamlit as st
 
 import ui
+from attention import decoding
 from attention.models import smollm2 as S
 from ui import chat
 
@@ -38,32 +39,32 @@ c[0].caption("The model's probabilities for the token after the prompt: softmax(
              "top-k.")  # fmt: skip
 
 n = int(chat.p("generate"))
-steps = chat.generated(prompt.ids, n, temperature, top_k)
+generation = chat.generated(prompt.ids, n, temperature, top_k)
 row = st.container(horizontal=True, vertical_alignment="center")
 row.button("Generate one token", on_click=chat.add_token, args=(n + 1,), disabled=n >= S.MAX_GENERATE,
            icon=":material/arrow_forward:")  # fmt: skip
 row.button("Start again", on_click=chat.add_token, args=(0,), disabled=n == 0)
-if steps:
-    tokens = [*prompt.tokens, *S.labels(model, [t for t, _ in steps])]
-    chat.token_chips(tokens, generated_from=len(prompt.ids))
-    token, last = steps[-1]
+if n:
+    new = generation.tokens[:n]
+    chat.token_chips([*prompt.tokens, *S.labels(model, new)], generated_from=len(prompt.ids))
+    cached = generation.prompt_length + n  # tokens in the cache after step n
+    layer_bytes = decoding.cache_bytes(model.kv_heads, cached, model.d_head, model.d_head)
     layer_now = int(chat.p("layer"))
     st.markdown(
-        f"Step {n}: the token **{S.labels(model, [token])[0]!r}** went through the model as one query reading the "
-        f"cache of {last.cache.length - 1} earlier tokens; the cache now holds {last.cache.length} tokens, "
-        f"{sum(last.cache.layer_bytes()) / 1024:,.0f} KiB in all ({last.cache.layer_bytes()[0] / 1024:,.1f} KiB a "
-        f"layer: keys and values of 3 K/V heads × {last.cache.length} tokens × 64 numbers × 4 bytes)."
+        f"Step {n}: the token **“{chat.visible(S.labels(model, [new[-1]])[0])}”** went through the model as one "
+        f"query reading the cache of {cached - 1} earlier tokens; the cache now holds {cached} tokens, "
+        f"{model.n_layers * layer_bytes / 1024:,.0f} KiB in all ({layer_bytes / 1024:,.1f} KiB a layer: keys and "
+        f"values of {model.kv_heads} K/V heads × {cached} tokens × {model.d_head} numbers × 4 bytes)."
     )
-    keys = [str(j) for j in range(last.cache.length)]
+    keys = [str(j) for j in range(cached)]
     heads = [f"q{h} ← kv{h // model.group}" for h in range(model.heads)]
-    ui.heatmap(last.weights[layer_now, :, 0], heads, keys, title=f"The new row of attention, layer {layer_now}",
+    ui.heatmap(generation.rows[n - 1][layer_now], heads, keys, title=f"The new row of attention, layer {layer_now}",
                kind="weights", key="chat:newrow", annotate=False)  # fmt: skip
     st.caption(
         "One row a query head: what the new token reads in every cached key. Heads 0-2 share K/V head 0, 3-5 "
         "K/V head 1, 6-8 K/V head 2: 9 query heads read 3 cached K/V heads."
     )
-    nxt = S.next_token_probabilities(last.logits[-1], temperature, top_k)
-    st.dataframe(chat.top_frame(model, nxt, 5), hide_index=True)
+    st.dataframe(chat.next_frame(model, generation, n), hide_index=True)
 
 st.subheader("Every head at once")
 weights_map = run.weights
@@ -82,29 +83,31 @@ c = st.columns(2)
 layer = int(ui.pick(chat.PREFIX + "layer", list(range(model.n_layers)), "Layer", container=c[0]))
 head = int(ui.pick(chat.PREFIX + "head", list(range(model.heads)), "Query head", container=c[1],
                    format_func=lambda h: f"{h} (reads K/V head {h // model.group})"))  # fmt: skip
-result = chat.head_result(prompt.ids, layer, head)
-tok = ui.labels(prompt.tokens)
-top, bottom = st.columns(2), st.columns(2)
-ui.heatmap(result.embeddings, tok, ui.dim_labels(result.embeddings.shape[1]), title=f"Normalized input entering "
-           f"layer {layer}", key="chat:x", container=top[0], annotate=False)  # fmt: skip
-top[0].caption("RMSNorm(x) × gain: 576 numbers a token, what every head of this layer reads.")
-unrotated = S.omega_without_rope(result)[0]
-rope_on = ui.toggle(chat.PREFIX + "rope", container=top[1])
-ui.heatmap(result.omega[0] if rope_on else unrotated, tok, tok,
-           title="Omega = Q Kᵀ" + (" (RoPE)" if rope_on else " (without RoPE)"), key="chat:omega",
-           container=top[1], annotate=False)  # fmt: skip
-top[1].caption("Queries and keys turned by their positions (θ = 100,000): switch off to see the scores unturned.")
-picked = ui.heatmap(result.weights[0], tok, tok, title="Softmax weights (causal)", kind="weights",
-                    key="chat:weights", selectable=True, container=bottom[0], annotate=False)  # fmt: skip
-bottom[0].caption("softmax(omega / √64) over the earlier tokens: computed by attention.compute from the real weights.")
-ui.heatmap(result.context[0], tok, ui.dim_labels(result.d_v), title="Context vectors", key="chat:context",
-           container=bottom[1], annotate=False)  # fmt: skip
-bottom[1].caption("Each row: the weights' mix of this head's 64-number values.")
-st.markdown("**Follow one token**")
-if picked is not None:
-    ui.put("token", picked)
-focus = ui.pick("token", list(range(len(tok))), "Token to follow", format_func=lambda i: tok[i])
-ui.walkthrough(result, 0, focus, head_name=f"layer {layer}, head {head}")
+result = chat.head_or_warn(prompt.ids, layer, head)  # None (said in plain words) when memory is short
+if result is not None:
+    tok = ui.labels(prompt.tokens)
+    top, bottom = st.columns(2), st.columns(2)
+    ui.heatmap(result.embeddings, tok, ui.dim_labels(result.embeddings.shape[1]), title=f"Normalized input entering "
+               f"layer {layer}", key="chat:x", container=top[0], annotate=False)  # fmt: skip
+    top[0].caption("RMSNorm(x) × gain: 576 numbers a token, what every head of this layer reads.")
+    unrotated = S.omega_without_rope(result)[0]
+    rope_on = ui.toggle(chat.PREFIX + "rope", container=top[1])
+    ui.heatmap(result.omega[0] if rope_on else unrotated, tok, tok,
+               title="Omega = Q Kᵀ" + (" (RoPE)" if rope_on else " (without RoPE)"), key="chat:omega",
+               container=top[1], annotate=False)  # fmt: skip
+    top[1].caption("Queries and keys turned by their positions (θ = 100,000): switch off to see the scores unturned.")
+    picked = ui.heatmap(result.weights[0], tok, tok, title="Softmax weights (causal)", kind="weights",
+                        key="chat:weights", selectable=True, container=bottom[0], annotate=False)  # fmt: skip
+    bottom[0].caption("softmax(omega / √64) over the earlier tokens: computed by attention.compute from the real "
+                      "weights.")  # fmt: skip
+    ui.heatmap(result.context[0], tok, ui.dim_labels(result.d_v), title="Context vectors", key="chat:context",
+               container=bottom[1], annotate=False)  # fmt: skip
+    bottom[1].caption("Each row: the weights' mix of this head's 64-number values.")
+    st.markdown("**Follow one token**")
+    if picked is not None:
+        ui.put("token", picked)
+    focus = ui.pick("token", list(range(len(tok))), "Token to follow", format_func=lambda i: tok[i])
+    ui.walkthrough(result, 0, focus, head_name=f"layer {layer}, head {head}")
 
 st.subheader("Attention sinks")
 chat.sink_chart(run.weights)
@@ -142,10 +145,8 @@ if ablate != "none":
     left.dataframe(before_top, hide_index=True)
     right.markdown(f"**With {'that head' if ablate == 'head' else 'that layer'} switched off**")
     right.dataframe(after_top, hide_index=True)
-    first = int(probabilities.argmax())
-    word = S.labels(model, [first])[0]
     st.caption(
-        f"“{word}”: {float(probabilities[first]):.1%} with it, {float(after[first]):.1%} without. The head's "
-        "context is zeroed before the output projection; everything else runs as before."
+        f"{chat.changes_caption(model, probabilities, after)} The head's context is zeroed before the output "
+        "projection; everything else runs as before."
     )
 ui.finish()

@@ -400,6 +400,38 @@ def test_run_bytes_bounds_what_a_run_holds_before_it_is_made(model: S.Model, tok
     assert S.run_bytes(model, tokens, keep=False) < S.run_bytes(model, tokens)
 
 
+def test_a_generation_grows_its_cache_one_step_a_token_and_equals_the_steps_of_full_runs(model: S.Model) -> None:
+    """Generation: each token one run over one new token (its cache one position longer), the token drawn as
+    `choose` draws it from the step before, the row and next tokens kept equal to the Run's own."""
+    ids = S.encode(model, S.DEFAULT_PROMPT)[0]
+    prompt_run = S.slim(S.run_ids(model, ids))
+    generation = S.Generation.after(prompt_run, 0.8, 10)
+    calls = []
+    run_ids = S.run_ids
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[1]))
+        return run_ids(*args, **kwargs)
+
+    run = prompt_run
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(S, "run_ids", counted)
+        for n in range(1, 4):
+            grown = S.generate_next(model, generation)
+            assert calls == [1] * n  # one model step over one token, each time
+            token = S.choose(run.logits[-1], 0.8, 10, seed=n - 1)
+            run = run_ids(model, (token,), run.cache)
+            assert generation.tokens[-1] == token and len(generation) == n
+            assert generation.cache.length == len(ids) + n
+            torch.testing.assert_close(generation.rows[-1], run.weights[:, :, 0], atol=1e-6, rtol=0)
+            assert generation.rows[-1].shape == (model.n_layers, model.heads, len(ids) + n)
+            top = S.next_token_probabilities(run.logits[-1], 0.8, 10).topk(S.NEXT_SHOWN)
+            assert generation.next_ids[-1].tolist() == top.indices.tolist()
+            assert grown > 0 and generation.nbytes >= grown
+    assert prompt_run.cache.length == len(ids)  # the prompt's own cache is left as it was
+    assert S.SETTINGS["generate"].hi >= 64
+
+
 @pytest.mark.parametrize("temperature", [1e-38, 1e-40, 1e-45, 1e-300, 2.2e-308, 5e-324])
 def test_any_positive_temperature_samples_the_most_probable_token_without_nan(temperature: float) -> None:
     g = torch.Generator().manual_seed(0)
@@ -419,3 +451,11 @@ def test_probabilities_at_ordinary_temperatures_are_the_plain_softmax_over_the_t
         torch.testing.assert_close(S.next_token_probabilities(logits, temperature, 7), expected)
     with pytest.raises(ValueError, match="at least 0"):
         S.next_token_probabilities(logits, float("nan"))
+
+
+def test_largest_changes_are_among_the_top_tokens_before_or_after_largest_first() -> None:
+    before = torch.tensor([0.5, 0.2, 0.15, 0.1, 0.05, 0.0])
+    after = torch.tensor([0.45, 0.05, 0.15, 0.1, 0.05, 0.2])
+    changes = S.largest_changes(before, after, k=3, n=2)
+    assert [i for i, _, _ in changes] == [5, 1]  # token 5 is in the top 3 only after; token 3 is in neither
+    assert changes[0][1:] == pytest.approx((0.0, 0.2)) and changes[1][1:] == pytest.approx((0.2, 0.05))

@@ -9,7 +9,9 @@ The numbers come from `attention.models.smollm2` and `attention.interpret`.
 
 from __future__ import annotations
 
+import contextlib
 import html
+import threading
 from collections.abc import Sequence
 
 import streamlit as st
@@ -27,8 +29,9 @@ from .state import finish, get, put
 pd = lazy("pandas")
 alt = lazy("altair")
 PREFIX = "chat_"  # the page's parameters in the URL: chat_layer, chat_head, ... (ui.state reads smollm2.SETTINGS)
-# A kept run is about 12 MB at 64 tokens (`smollm2.slim`): a few prompts, and a few generated steps of each
-PROMPT_RUNS, STEP_RUNS = 4, 12
+# A kept run is about 12 MB at 64 tokens (`smollm2.slim`): a few prompts. A generation of 64 tokens after 64 holds
+# about 13 MB (its cache of 128 tokens, 5.9 MB, and every step's row of attention): a few prompts and settings.
+PROMPT_RUNS, GENERATIONS = 4, 6
 
 
 def p(name: str):
@@ -46,15 +49,6 @@ def p(name: str):
 def _prompt_run(ids: tuple[int, ...]) -> S.Run:
     model = S.load()
     return budget.admitted(S.run_bytes(model, len(ids)), lambda: S.slim(S.run_ids(model, ids)))
-
-
-@st.cache_resource(max_entries=STEP_RUNS, ttl=1800, show_spinner=False)
-def _step_run(ids: tuple[int, ...], generated: tuple[int, ...]) -> S.Run:
-    """The step that reads `generated[-1]` after the prompt and the earlier generated tokens (their cache)."""
-    before = _prompt_run(ids) if len(generated) == 1 else _step_run(ids, generated[:-1])
-    model = S.load()
-    need = S.run_bytes(model, 1, before.t_k)
-    return budget.admitted(need, lambda: S.slim(S.step(model, before, generated[-1])))
 
 
 def ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> torch.Tensor:
@@ -78,10 +72,23 @@ def head_result(ids: tuple[int, ...], layer: int, head: int) -> Result:
     return S.head_result(model, _prompt_run(ids), layer, head, S.labels(model, ids))
 
 
+def head_or_warn(ids: tuple[int, ...], layer: int, head: int) -> Result | None:
+    """`head_result`, or None with a warning in plain words when the server's memory cannot take the run now (the
+    rest of the page still draws)."""
+    try:
+        return head_result(ids, layer, head)
+    except budget.Refused:
+        st.warning(
+            f"Layer {layer}, head {head} cannot be shown right now: other visitors' runs are using the memory this "
+            "server shares between everyone. Try again in a moment, or pick another head."
+        )
+        return None
+
+
 @budget.evictor
 def _free_cached() -> None:
     """The budget is short: the kept runs go (their bytes return once no session draws them)."""
-    for cached in (_prompt_run, _step_run, _ablated_logits, head_result):
+    for cached in (_prompt_run, _generation, _ablated_logits, head_result):
         cached.clear()
 
 
@@ -120,19 +127,35 @@ def run(ids: tuple[int, ...]) -> S.Run:
         return _prompt_run(ids)
 
 
-def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> list[tuple[int, S.Run]]:
-    """n tokens generated after the prompt, each drawn (seeded by its step) from the previous run's logits and
-    then run through the model reading the cache: [(token, its step's run)]."""
-    out: list[tuple[int, S.Run]] = []
-    logits, tokens = _prompt_run(ids).logits[-1], ()
-    for i in range(n):
-        token = S.choose(logits, temperature, top_k, seed=i)
-        tokens = (*tokens, token)
-        with budget.or_stop("The next generated token"):
-            step = _step_run(ids, tokens)
-        out.append((token, step))
-        logits = step.logits[-1]
-    return out
+@st.cache_resource(max_entries=GENERATIONS, ttl=1800, show_spinner=False)
+def _generation(ids: tuple[int, ...], temperature: float, top_k: int) -> tuple[S.Generation, threading.Lock]:
+    """The prompt's generation at these settings, shared by every session and grown as far as any asked (its lock:
+    one session grows it at a time)."""
+    return S.Generation.after(_prompt_run(ids), temperature, top_k), threading.Lock()
+
+
+def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> S.Generation:
+    """The prompt's generation at these settings with at least n tokens: each token not generated yet costs one
+    model step (admitted against the server's budget, its growth held there while the generation lives), one
+    already generated none. The page stopped with a message when the server's memory cannot take a step now."""
+    with budget.or_stop("The next generated token"):
+        generation, lock = _generation(ids, temperature, top_k)
+    if len(generation) >= n:
+        return generation
+    model = S.load()
+    with lock:  # another session may be growing it: the tokens it made are ours too (the same seeds)
+        missing = n - len(generation)
+        many = st.spinner(f"Generating {missing} tokens, one model step each…", show_time=True)
+        with many if missing > 1 else contextlib.nullcontext():
+            while len(generation) < n:
+                with budget.or_stop("The next generated token"):
+                    budget.admitted(
+                        S.generation_step_bytes(model, generation),
+                        lambda: S.generate_next(model, generation),
+                        held=lambda grown: grown,
+                        holder=lambda _: generation,
+                    )
+    return generation
 
 
 # ---------------------------------------------------------------------------------------- callbacks
@@ -151,11 +174,19 @@ def add_token(step: int) -> None:
 # ------------------------------------------------------------------------------------------- figures
 
 
+WHITESPACE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}  # shown in tokens, so that a newline is not an empty cell
+
+
+def visible(token: str) -> str:
+    """A token with its white space shown (␣ a space, ↵ a newline, ⇥ a tab, ␍ a carriage return), ∅ when empty."""
+    return "".join(WHITESPACE.get(c, c) for c in token) or "∅"
+
+
 def token_chips(tokens: Sequence[str], generated_from: int | None = None) -> None:
     """The tokens as the model sees them, one chip each; a leading space shown as ␣; generated tokens in green."""
     chips = []
     for i, t in enumerate(tokens):
-        shown = t.replace(" ", "␣").replace("\n", "↵") or "∅"
+        shown = visible(t)
         colour = "#d4f0d4" if generated_from is not None and i >= generated_from else "#eeeeee"
         chips.append(
             f'<code style="background:{colour};border-radius:4px;padding:1px 5px;margin:0 3px 4px 0;'
@@ -220,11 +251,32 @@ def sink_chart(weights: torch.Tensor, key: str = "chat:sinks") -> None:
 
 
 def top_frame(model: S.Model, probabilities: torch.Tensor, k: int = 10) -> pd.DataFrame:
-    rows = S.top_tokens(model, probabilities, k)
+    """The k most probable next tokens of (V,) probabilities, as a table."""
+    return rows_frame(S.top_tokens(model, probabilities, k))
+
+
+def next_frame(model: S.Model, generation: S.Generation, n: int, k: int = 5) -> pd.DataFrame:
+    """The k most probable tokens after generated step n (kept by the generation), as a table."""
+    ids, values = generation.next_ids[n - 1][:k].tolist(), generation.next_probabilities[n - 1][:k].tolist()
+    return rows_frame([(i, t, q) for i, t, q in zip(ids, S.labels(model, ids), values, strict=True)])
+
+
+def rows_frame(rows: Sequence[tuple[int, str, float]]) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "token": [t.replace(" ", "␣") for _, t, _ in rows],
+            "token": [visible(t) for _, t, _ in rows],
             "id": [i for i, _, _ in rows],
             "probability": [round(q, 4) for _, _, q in rows],
         }
     )
+
+
+def changes_caption(model: S.Model, before: torch.Tensor, after: torch.Tensor) -> str:
+    """The tokens whose probability changed most when heads were switched off, in words: “␣Mary” 0.912 → 0.640."""
+    changes = S.largest_changes(before, after)
+    words = ", ".join(
+        f"“{visible(S.labels(model, [i])[0])}” {b:.3f} → {a:.3f}" for i, b, a in changes if abs(a - b) >= 0.0005
+    )
+    if not words:
+        return "No probability among the top tokens changed by 0.001 or more."
+    return f"Largest changes among the top tokens: {words}."

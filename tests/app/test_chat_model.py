@@ -123,6 +123,40 @@ def test_the_page_loads_with_every_non_loopback_connection_refused(monkeypatch) 
     assert "Softmax weights (causal)" in heatmaps(at) and not at.error and tried == []
 
 
+def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeypatch) -> None:
+    from ui import budget
+
+    at = page(chat_generate="19", chat_induction="false")
+    calls = []
+    run_ids = S.run_ids
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[1]))  # the tokens run
+        return run_ids(*args, **kwargs)
+
+    monkeypatch.setattr(S, "run_ids", counted)
+    held = budget.SERVER.used
+    next(b for b in at.button if b.label == "Generate one token").click().run()
+    assert not at.exception and calls == [1]  # one model step over the one new token
+    assert "Step 20:" in texts(at) and "the cache now holds 34 tokens" in texts(at)
+    assert budget.SERVER.used > held  # the grown cache and row are held in the server's budget
+    at.run()
+    set_widget(at, "selectbox", "w:chat_layer", 4)
+    assert not at.exception and calls == [1]  # a rerun and a click: no model step
+    row, _, keys = heatmaps(at)["The new row of attention, layer 4"]
+    assert row.shape == (9, 34) and len(keys) == 34
+
+
+@pytest.mark.parametrize("temperature", ["1e-38", "1e-40", "1e-45", "1e-300", "2.2e-308", "5e-324"])
+def test_a_tiny_temperature_in_a_link_generates_the_most_probable_token(temperature: str, run) -> None:
+    _, model_run = run
+    at = page(chat_temperature=temperature)
+    next(b for b in at.button if b.label == "Generate one token").click().run()
+    assert not at.exception and not at.error
+    greedy = S.labels(S.load(), [int(model_run.logits[-1].argmax())])[0]
+    assert f"Step 1: the token **“{greedy.replace(' ', '␣')}”**" in texts(at)
+
+
 def test_link_warnings_name_this_pages_own_ranges() -> None:
     at = page(temperature="-1", top_k="0", layer="40")
     shown = " ".join(w.value for w in at.warning).replace("\\", "")  # Markdown escapes left out
@@ -132,3 +166,28 @@ def test_link_warnings_name_this_pages_own_ranges() -> None:
     assert not at.warning
     assert at.slider(key="w:chat_temperature").value == 0.01 and at.slider(key="w:chat_top_k").value == 3
     assert at.query_params["chat_top_k"] in ("3", ["3"]) and "top_k" not in at.query_params
+
+
+def test_a_memory_refusal_in_the_head_view_is_said_in_plain_words(monkeypatch) -> None:
+    from ui import budget, chat
+
+    def refused(*args, **kwargs):
+        raise budget.Refused("the server's memory is taken by other visitors' large runs")
+
+    monkeypatch.setattr(chat, "head_result", refused)
+    at = page()
+    assert not at.exception
+    assert any("cannot be shown right now" in w.value for w in at.warning)
+    assert "Attention sinks" in [s.value for s in at.subheader]  # the rest of the page still draws
+
+
+def test_switching_off_the_induction_head_reports_the_largest_changes_with_white_space_shown() -> None:
+    from ui import chat
+
+    assert chat.visible(" a\n\tb\r") == "␣a↵⇥b␍" and chat.visible("") == "∅"
+    import re
+
+    best = re.search(r"Best induction head: \*\*layer (\d+), head (\d+)\*\*", texts(page(chat_induction="true")))
+    at = page(chat_induction="true", chat_layer=best[1], chat_head=best[2], chat_ablate="head")
+    caption = next(c.value for c in at.caption if "Largest changes among the top tokens" in c.value)
+    assert caption.count("→") >= 2  # several tokens, each before → after
