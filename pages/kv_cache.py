@@ -98,9 +98,10 @@ if step.attended < step.tokens:
 if n > 1:  # one point is no line
     d_k, d_v = step.cache_keys.shape[-1], step.cache_values.shape[-1]
     sizes = [decoding.cache_bytes(step.kv_heads, tokens, d_k, d_v) for tokens in range(1, n + 1)]
-    llm.cache_bytes_chart(list(range(1, n + 1)), sizes, step.tokens, key="kv:bytes", container=right)
+    # below the columns, the page's width: in the right column a projector's 1024 px left its plot under 200 px wide
+    llm.cache_bytes_chart(list(range(1, n + 1)), sizes, step.tokens, key="kv:bytes")
 llama = MODELS["Llama 2 7B"]
-right.caption(
+st.caption(
     f"The cache grows linearly with the tokens, here for one layer of this toy model. A real model keeps one per "
     f"layer: {llama.name} ({llama.layers} layers × {llama.kv_heads} K/V heads × {llama.d_head} numbers, float16) "
     f"holds {format_bytes(llama.cache_bytes(llama.context))} for one sequence of {llama.context:,} tokens."

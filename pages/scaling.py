@@ -35,7 +35,7 @@ ui.explain(
     "over the seeds, bands run from the 10th to the 90th percentile, the dashed rule is your d_k."
 )
 
-cols = st.columns(3)
+cols = ui.chart_row(3, key="scaling")  # in one row where the page is wide, one under another on a projector
 for col, (metric, (title, y_title, sentence)) in zip(cols, METRICS.items(), strict=True):
     ui.band_chart(ui.sweep_frame(sweep, metric), title=title, y_title=y_title, current=d_k, key=f"sc:{metric}",
                   container=col)  # fmt: skip

@@ -27,7 +27,7 @@ dims = ui.dim_labels(result.d_v)
 st.subheader(f"Query {ui.plain(tok[focus])}")
 if result.has_empty_rows and bool(result.empty_rows[focus]):
     st.info("The mask blocks every key for this query: all its weights are 0, so its context is 0.")
-left, middle, right = st.columns([2, 3, 3])
+left, middle, right = ui.chart_row(3, key="lookup")  # wraps on a narrow page: the bars keep a readable width
 ui.bars(look.weights, keys, title="weights α", blocked=look.allowed, key="sl:bars", container=left)
 left.caption("How well each key matches the query, after the softmax: the bars sum to 1.")
 # one colour scale for the values, α · v and z (± the largest |value|), so a row the weights shrink fades in the

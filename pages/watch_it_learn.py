@@ -109,7 +109,7 @@ def after(run: tiny.Run, at: int) -> None:
     tests = training.lengths(run, at)
     seen = [t for t in tests if t.seen]
     unseen = [t for t in tests if not t.seen]
-    ui.chart(training.lengths_frame(tests), training.lengths_spec(), height=220, key="tr:lengths")
+    ui.chart(training.lengths_frame(tests), training.lengths_spec(), height=160, key="tr:lengths")
     mean = lambda ts: sum(t.accuracy for t in ts) / len(ts)  # noqa: E731
     trained_on = f"length {settings.length} only" if settings.fixed else "lengths 4 to 16"
     st.markdown(

@@ -22,7 +22,7 @@ import time
 
 from . import _frame as _frame  # first: see ui/_frame.py
 from . import budget, charts, exports, heatmaps, lazy, lessons, markup, results, state, widgets
-from .charts import band_chart, bars, chart, lines, sweep_frame, sweep_table
+from .charts import band_chart, bars, chart, chart_row, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
 from .lazy import warm_after
@@ -86,6 +86,7 @@ __all__ = [
     "band_chart",
     "bars",
     "chart",
+    "chart_row",
     "lines",
     "sweep_frame",
     "sweep_table",

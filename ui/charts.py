@@ -23,8 +23,17 @@ alt = lazy("altair")  # imported at first use: the first page draws no Vega char
 pd = lazy("pandas")
 
 
+MIN_PLOT_HEIGHT = 100  # px: a plot lower than this reads as a flat strip (issue 32)
+
+
 def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: Any = None, **kw: Any) -> Any:
     """Every chart of the app goes through here: st.vega_lite_chart, with the URL brought up to date first.
+
+    height: the plot's height in px, the data rectangle inside the axes (at least MIN_PLOT_HEIGHT). The plot is as
+    wide as its column and the element as tall as what Vega draws: the plot, its title, axes and legend. Streamlit's
+    default sizing (autosize "fit") gave the element's height to all of them, so a chart whose legend or axis labels
+    grew (a narrow column, more heads) drew its plot a few px tall, or none; a spec's own height was the whole
+    chart's, not the plot's, in the same way.
 
     Vega's SVG renderer points each colour legend's gradient at `url(<page address>#gradient_n)`. If the
     address changes after a chart is drawn (the URL is rewritten at the end of a run), Chromium treats the
@@ -33,7 +42,18 @@ def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: 
     under is the one it keeps.
     """
     url_before_figure()
-    return (container or st).vega_lite_chart(frame, spec, width="stretch", height=height, key=key, **kw)
+    spec = {**spec, "height": max(int(height), MIN_PLOT_HEIGHT), "autosize": {"type": "fit-x", "contains": "padding"}}
+    return (container or st).vega_lite_chart(frame, spec, width="stretch", height="content", key=key, **kw)
+
+
+def chart_row(n: int, *, key: str, min_width: int = 320, container: Any = None) -> list[Any]:
+    """n containers side by side for charts, each at least min_width px wide: where the page is too narrow for all
+    of them in one row (a projector's 1024 px with the sidebar open), the last ones wrap onto the next row, so every
+    plot keeps a readable width instead of being squeezed (st.columns never wrap above 640 px)."""
+    parent = container or st
+    parent.html(f"<style>.st-key-al-row-{key} > * {{ flex: 1 1 {min_width}px; min-width: {min_width}px; }}</style>")
+    row = parent.container(horizontal=True, gap="medium", key=f"al-row-{key}")
+    return [row.container(key=f"al-row-{key}-{i}") for i in range(n)]
 
 
 SWEEP_SERIES = ("unscaled", "scaled ÷ √d_k")  # the legend's names of experiments.VARIANTS, in its order
@@ -93,14 +113,13 @@ def _band_spec(title: str, y_title: str, height: int) -> dict:
 
 
 def band_chart(
-    frame: pd.DataFrame, *, title: str, y_title: str, current: float, key: str, container: Any = None, height: int = 240
+    frame: pd.DataFrame, *, title: str, y_title: str, current: float, key: str, container: Any = None, height: int = 180
 ) -> None:
     """Lines of `mean` over a log d_k axis, one per `series`, each in a band from `lo` to `hi`; a dashed
     rule marks d_k = current (the slider's value). The spec is built once; each run sends the frame."""
     spec = dict(_band_spec(title, y_title, height))
     spec["params"] = [{"name": "current", "value": float(current)}]
-    # the element's height holds the plot, the title, the axis and the legend below it
-    chart(frame, spec, height=height + 130, key=key, container=container)
+    chart(frame, spec, height=height, key=key, container=container)
 
 
 def ink() -> str:
@@ -139,10 +158,10 @@ def bars(values: torch.Tensor, rows: Sequence[str], *, title: str, key: str, blo
     """Horizontal bars of one number per row label, in order (e.g. one query's weights over the keys).
 
     blocked: a (rows,) bool tensor, True where the row may be attended; the others show grey and '0 (masked)'.
-    The default height matches `heatmap` of the same number of rows.
+    height: the plot's; by default 24 px a row, as `heatmap` draws the same number of rows.
     """
     n = values.shape[0]
-    height = height or int(min(max(24 * n, 100), 520)) + 100
+    height = height or int(min(max(24 * n, 100), 520))
     frame = pd.DataFrame(
         {
             "i": np.arange(n, dtype=np.int32),
@@ -192,8 +211,8 @@ def _lines_spec(title: str, x_title: str, y_title: str, height: int, log: bool) 
 
 
 def lines(frame: pd.DataFrame, *, title: str, x_title: str, y_title: str, key: str, container: Any = None,
-          height: int = 240, log: bool = False) -> None:  # fmt: skip
+          height: int = 200, log: bool = False) -> None:  # fmt: skip
     """Lines of y over x, one per `series` (columns x, y, series of `frame`): linear axes with y from 0, or both
     log-scaled (memory against context length) with `shown`, y as the tooltip writes it (e.g. '2.0 GiB')."""
     spec = dict(_lines_spec(title, x_title, y_title, height, log))
-    chart(frame, spec, height=height + (120 if log else 110), key=key, container=container)
+    chart(frame, spec, height=height, key=key, container=container)

@@ -100,7 +100,7 @@ def _bytes_spec(height: int) -> dict:
 
 
 def cache_bytes_chart(
-    tokens: Sequence[int], sizes: Sequence[int], now: int, *, key: str, container: Any = None, height: int = 260
+    tokens: Sequence[int], sizes: Sequence[int], now: int, *, key: str, container: Any = None, height: int = 200
 ) -> None:
     """A line of the cache's bytes against the tokens it holds (one point a step), the step `now` marked.
 

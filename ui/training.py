@@ -295,7 +295,8 @@ def curve_spec(
                     "type": "nominal",
                     "title": None,
                     "scale": {"range": PALETTE},
-                    "legend": {"orient": "bottom", "labelLimit": 0},
+                    # three entries a row: in a column on a projector, a row of four heads ran past the chart's edge
+                    "legend": {"orient": "bottom", "labelLimit": 0, "columns": 3},
                 },
                 "tooltip": [
                     {"field": color, "type": "nominal"},
@@ -328,9 +329,8 @@ def curve_spec(
 
 
 def curve(frame: pd.DataFrame, spec: dict, *, key: str, container: Any = None) -> None:
-    """A curve chart as tall as its content: the plot's height from the spec, plus its title, axis and legend (a
-    fixed frame squeezed the plot when a narrow column wrapped the legend)."""
-    charts.chart(frame, spec, height="content", key=key, container=container)
+    """A curve chart whose plot is the spec's height, with its title, axis and legend around it (`charts.chart`)."""
+    charts.chart(frame, spec, height=spec["height"], key=key, container=container)
 
 
 def curves(run: tiny.Run, at: int | None = None) -> None:
