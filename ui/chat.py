@@ -10,6 +10,7 @@ The numbers come from `attention.models.smollm2` and `attention.interpret`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import threading
 from collections.abc import Sequence
@@ -227,27 +228,49 @@ def head_map(scores: torch.Tensor, title: str, layer: int, head: int, key: str =
 
 
 def sink_frame(weights: torch.Tensor) -> pd.DataFrame:
-    """The share of attention on the first token per layer (mean over heads and queries 1..T-1)."""
+    """The share of attention on the first token, one row a head: layer, head, share (the mean over queries
+    1..T-1 of that head's weight on token 0, in [0, 1])."""
     from attention import interpret
 
-    share = interpret.first_token(weights).mean(dim=-1)  # (L,)
-    return pd.DataFrame({"layer": list(range(len(share))), "share": share.tolist()})
+    share = interpret.first_token(weights)  # (L, h)
+    layers, heads = share.shape
+    return pd.DataFrame(
+        {
+            "layer": torch.arange(layers).repeat_interleave(heads).numpy(),
+            "head": torch.arange(heads).repeat(layers).numpy(),
+            "share": share.flatten().numpy(),
+        }
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _sink_spec() -> dict:
+    """A bar a layer, the mean of its heads' shares (an aggregate, so never a stack of them), a tick a head; y is
+    a share, from 0 to 1."""
+    empty = pd.DataFrame({"layer": [0], "head": [0], "share": [0.0]})
+    x = alt.X("layer:O", title="layer", axis=alt.Axis(labelAngle=0))
+    y_axis = alt.Axis(format="%", values=[0, 0.25, 0.5, 0.75, 1])
+    base = alt.Chart(empty).encode(x=x)
+    mean = base.mark_bar(color="#0a8494", opacity=0.6).encode(
+        y=alt.Y("mean(share):Q", title="share of attention on token 0", scale=alt.Scale(domain=[0, 1]), axis=y_axis),
+        tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("mean(share):Q", title="mean of the heads", format=".0%")],
+    )
+    ticks = base.mark_tick(color="#e66100", thickness=2).encode(
+        y=alt.Y("share:Q", scale=alt.Scale(domain=[0, 1])),
+        tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("head:O"), alt.Tooltip("share:Q", format=".0%")],
+    )
+    spec = alt.layer(mean, ticks).properties(title="Attention on token 0: a tick a head, a bar the layer's mean")
+    spec = spec.to_dict()
+    spec.pop("datasets", None)
+    spec.pop("data", None)
+    for layer in spec["layer"]:
+        layer.pop("data", None)
+    return spec
 
 
 def sink_chart(weights: torch.Tensor, key: str = "chat:sinks") -> None:
-    frame = sink_frame(weights)
-    spec = (
-        alt.Chart(frame)
-        .mark_bar(color="#0a8494")
-        .encode(
-            x=alt.X("layer:O", title="layer"),
-            y=alt.Y("share:Q", title="attention on the first token", scale=alt.Scale(domain=[0, 1])),
-            tooltip=["layer:O", alt.Tooltip("share:Q", format=".2f")],
-        )
-        .properties(title="Attention sink: share of every query's attention on token 0", width="container")
-        .to_dict()
-    )
-    chart(frame, spec, height=260, key=key)
+    """Per layer, a tick for each query head's share of attention on the first token and a bar at their mean."""
+    chart(sink_frame(weights), dict(_sink_spec()), height=220, key=key)
 
 
 def top_frame(model: S.Model, probabilities: torch.Tensor, k: int = 10) -> pd.DataFrame:
