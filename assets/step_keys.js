@@ -1,6 +1,7 @@
 // A presenter's clicker: it sends PageDown/PageUp (some send the arrow keys), and those keys move whatever the page
 // steps through (step mode's stages, the KV cache's decoding step, FlashAttention's key blocks, Watch it learn's
-// timeline) while such a stepper is on the page. Keys typed into a control that uses them (a text box, a slider, a select) are left alone;
+// timeline) while such a stepper is on the page. Keys typed into a control that uses them (a text box, a slider, a select) are left alone
+// (but for PageDown/PageUp on the stepper's own slider: see onSliderKey);
 // a switch or a button does not use them, so the keys work right after step mode is switched on with the mouse
 // (the focus stays on the switch). With data.stage (a CSS selector), the stage is scrolled to the top of the
 // window when it first shows and whenever it changes: a clicker cannot scroll, and a stage fits a projector's 768 px.
@@ -19,6 +20,21 @@ function onKey(event) {
   if (move === null) return;
   event.preventDefault(); // PageDown would scroll the page away from the stage
   window.alStepKeys(move);
+}
+
+// A stepper's own slider (data.slider: a CSS selector of its widget, e.g. Watch it learn's timeline) moves by the
+// clicker's rule too. A focused slider (an <input type=range>) takes PageDown as "a page down", a tenth of its range
+// back, where the clicker means "next": caught on the way down, before the slider sees it, and sent as the clicker's
+// one step on. Its arrow keys are the slider's own, one step each way, as the clicker's are.
+function onSliderKey(event) {
+  const slider = window.alStepSlider;
+  if (!slider || !window.alStepKeys || !(event.key === "PageDown" || event.key === "PageUp")) return;
+  if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  const thumb = `${slider} input[type=range], ${slider} [role=slider]`; // Streamlit's slider is a native range
+  if (!(event.target instanceof Element) || !event.target.closest(thumb)) return;
+  event.preventDefault();
+  event.stopPropagation();
+  window.alStepKeys(NEXT.has(event.key) ? "next" : "previous");
 }
 
 function showStage(selector) {
@@ -44,9 +60,11 @@ export default function (component) {
     parentElement.appendChild(marker);
   }
   window.alStepKeys = (move) => setTriggerValue("move", move);
+  window.alStepSlider = (data && data.slider) || null;
   if (!window.alStepKeysBound) {
     window.alStepKeysBound = true;
     document.addEventListener("keydown", onKey);
+    window.addEventListener("keydown", onSliderKey, true); // capture: before the slider's own handler
   }
   const step = data && typeof data.step === "number" ? data.step : 0;
   const changed = marker.dataset.step !== undefined && marker.dataset.step !== String(step);

@@ -11,17 +11,15 @@ P = ui.state.TRAIN_PREFIX
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 
 st.title("Watch it learn")
-st.caption(
-    "A 2-layer transformer with nothing but attention learns to continue a random run of tokens that repeats. "
-    "For hundreds of steps the loss sits near chance; then a head in layer 1 learns to look at the token after "
-    "the earlier copy of the current one (an induction head) and the loss on the repeated half falls off a cliff."
-)
+intro = st.empty()  # the words follow the settings, read from the widgets below
 ui.show_url_warnings()
 
 side = st.sidebar
 ui.select(P + "task", side)
 for name in ("layers", "heads", "d_model"):
     ui.slider(P + name, side)
+    if name == "layers" and ui.get(P + "layers") == 1 and ui.get(P + "task") == "induction":
+        side.caption("One layer: no induction head can form (it reads what a head in the layer below wrote).")
 ui.pick(P + "lr", LEARNING_RATES, "Learning rate (AdamW)", container=side)
 for name in ("batch", "steps", "seed"):
     ui.slider(P + name, side)
@@ -34,8 +32,10 @@ with side.expander("More"):
 try:
     settings = tiny.Settings(**training.settings_values())
 except ValueError as exc:
+    intro.caption("A transformer with nothing but attention, trained live.")
     st.error(f"This setting cannot be trained: {exc}.")
     st.stop()
+intro.caption(training.intro(settings))
 training.follow(settings)
 service = training.service()
 service.warm()  # the worker processes start while the visitor reads: Play then trains at once
@@ -68,17 +68,11 @@ def live() -> None:
         return
     snap = run.snapshots[i]
     steps = [s.step for s in run.snapshots]
-    st.session_state["tr:timeline"] = snap.step
-    st.select_slider("Timeline: the snapshot shown", steps, key="tr:timeline", on_change=training.pick_step,
+    st.session_state[training.TIMELINE] = snap.step
+    st.select_slider("Timeline: the snapshot shown", steps, key=training.TIMELINE, on_change=training.pick_step,
                      args=(steps,))  # fmt: skip
     training.curves(run, snap.step)
-    formed = run.formed
-    if formed is not None:
-        st.markdown(
-            f"**{formed.name} formed at step {formed.step}**: from that snapshot on, its {name.replace('_', '-')} "
-            f"score stays above {tiny.FORMED_SCORE} and the loss on {half} below half of chance "
-            f"({chance / 2:.2f} nats)."
-        )
+    st.markdown(training.formation_words(run, job.finished_training))
     st.markdown(
         f"**Step {snap.step}**: loss on {half} {snap.task_loss:.2f} nats (chance {chance:.2f}), "
         f"{snap.accuracy:.0%} of those tokens right."
@@ -127,11 +121,7 @@ def after(run: tiny.Run, at: int) -> None:
                    delta_color="inverse")  # fmt: skip
     cols[1].metric("Right", f"{off.accuracy_off:.0%}", f"{(off.accuracy_off - off.accuracy) * 100:+.0f} pts")
     cols[2].metric(f"Best {name} score (heads still on)", f"{off.score_off:.2f}", f"{off.score_off - off.score:+.2f}")
-    ui.explain(
-        "Its context is set to zero, so it adds nothing to the residual stream. Switching off layer 0's "
-        "previous-token head also breaks the induction head above it: that head finds 'the token after the earlier "
-        "copy' by reading what the previous-token head wrote."
-    )
+    ui.explain(training.ablation_words(settings))
 
 
 live()

@@ -7,6 +7,7 @@ the stages of step mode and what a presenter says at each). Numbers come from th
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import streamlit as st
@@ -144,14 +145,21 @@ def _move_step(delta: int | None) -> None:
     put("step", min(max(step, 0), len(STAGES) - 1))
 
 
-def clicks(key: str, value: int, *, stage: str | None = None) -> int:
+def clicks(key: str, value: int, *, stage: str | None = None, slider: str | None = None) -> int:
     """This run's press of a presenter's clicker: +1 (PageDown or →), -1 (PageUp or ←), 0 (none). value: what the
     page shows now; stage: a CSS selector of what to scroll to the window's top when it first shows and whenever the
-    value changes (step mode's stage), or None. One call a page, before the widgets that show the value."""
-    keys = STEP_KEYS(key=f"keys:{key}", data={"step": value, "stage": stage}, on_move_change=ignore_event,
-                      height=0)  # fmt: skip
+    value changes (step mode's stage), or None; slider: the widget key of a slider that shows the value, whose
+    PageDown/PageUp then move it as the clicker does (one on, one back) instead of a page the other way. One call a
+    page, before the widgets that show the value."""
+    data = {"step": value, "stage": stage, "slider": None if slider is None else "." + key_class(slider)}
+    keys = STEP_KEYS(key=f"keys:{key}", data=data, on_move_change=ignore_event, height=0)
     move = keys.get("move") if keys is not None else None
     return 1 if move == "next" else -1 if move == "previous" else 0
+
+
+def key_class(key: str) -> str:
+    """The CSS class Streamlit gives the element of a widget or container with this key."""
+    return "st-key-" + re.sub(r"[^a-zA-Z0-9_-]", "-", key.strip())
 
 
 def clicker(name: str, last: int, *, stage: str | None = None) -> int:
@@ -162,7 +170,7 @@ def clicker(name: str, last: int, *, stage: str | None = None) -> int:
     (step mode's stage); None leaves the page where it is.
     """
     value = min(max(int(get(name)), 0), last)
-    moved = min(max(value + clicks(name, value, stage=stage), 0), last)
+    moved = min(max(value + clicks(name, value, stage=stage, slider="w:" + name), 0), last)  # ui.slider's key
     if moved != value:
         put(name, moved)
         # the keys' component was drawn with the old value: run again, so that it (and the stage it scrolls to)

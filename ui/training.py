@@ -378,9 +378,90 @@ def progress(job: Job, position: int, workers: int = WORKERS) -> Progress:
     return Progress(f"Trained: {s.steps} steps in {took:.1f} s (kept for every visitor of this server).", False)
 
 
+# what the page says about a setting and its run -----------------------------------------------------------------
+
+TASK_WORDS = {
+    "induction": "continue a random run of tokens that repeats",
+    "reverse": "write a random run of tokens backwards after a separator",
+    "sort": "write a random run of tokens sorted after a separator",
+    "previous_token": "name the token before each one of a random run",
+}
+
+
+def intro(settings: tiny.Settings) -> str:
+    """The page's opening words for a setting: its layers as set, and what the task's head needs of them."""
+    s = settings
+    said = f"A {s.layers}-layer transformer with nothing but attention is trained to {TASK_WORDS[s.task]}."
+    if s.task == "induction" and not s.task_layers:
+        said += (
+            " An induction head needs two layers: a head in layer 0 marks each token's previous one, and a head "
+            "above reads that mark to find the token after the earlier copy. With one layer no induction head can "
+            "form" + ("" if s.fixed else ", and the loss on the repeated half stays far above half of chance")
+        ) + ": set Layers to 2 to watch one form."
+    elif s.task == "induction":
+        above = "layer 1" if s.layers == 2 else f"a layer from 1 to {s.layers - 1}"
+        said += (
+            f" For hundreds of steps the loss sits near chance; then a head in {above} learns to look at the token "
+            "after the earlier copy of the current one (an induction head), and the loss on the repeated half falls "
+            "off a cliff."
+        )
+    else:
+        said += " Watch the loss on the answers fall as a head learns to look at the key that holds each answer."
+    if s.fixed:
+        said += " With one fixed run length the model can find the answer by its position alone instead."
+    return said
+
+
+def formation_words(run: tiny.Run, finished: bool) -> str:
+    """What the run did, in a sentence: the head that formed and when (`tiny.formation`: a head in the task's layers,
+    so a layer-0 head is never called an induction head), or, plainly, that none formed, and why where it is known.
+    finished: whether the run has stopped training (until then, no head has formed *yet*)."""
+    s, formed, last = run.settings, run.formed, run.snapshots[-1]
+    name, half = s.score_name.replace("_", "-"), "the repeated half" if s.task == "induction" else "the answers"
+    rows = last.scores[s.score_name]
+    if formed is not None:
+        return (
+            f"**{formed.name} formed at step {formed.step}**: from that snapshot on, its {name} score stays above "
+            f"{tiny.FORMED_SCORE} and the loss on {half} below half of chance ({tiny.CHANCE / 2:.2f} nats)."
+        )
+    layer, head = tiny.best_head(last, s, range(s.layers))
+    if last.task_loss < tiny.CHANCE / 2 and rows[layer][head] > tiny.FORMED_SCORE and layer not in s.task_layers:
+        return (
+            f"**No {name} head formed.** The loss on {half} fell below half of chance, but the head that reads the "
+            f"answer, L{layer}H{head} ({name} score {rows[layer][head]:.2f}), is in layer {layer}, where no head can "
+            f"know what followed an earlier copy of a token: it finds the answer by its position alone"
+            + (", which one fixed run length allows (the test at other lengths below shows it)." if s.fixed else ".")
+        )
+    if not s.task_layers:
+        return (
+            f"**No head formed, and none can**: an induction head needs a second layer, and this model has one. "
+            f"The loss on {half}: {last.task_loss:.2f} nats at step {last.step} (chance "
+            f"{tiny.CHANCE:.2f})."
+        )
+    if not finished:
+        return f"No head has formed yet (step {last.step} of {s.steps})."
+    return (
+        f"**No head formed** in {last.step} steps: no {name} score stayed above {tiny.FORMED_SCORE} with the loss on "
+        f"{half} below half of chance ({tiny.CHANCE / 2:.2f} nats). More steps, another seed or learning rate may form "
+        "one."
+    )
+
+
+def ablation_words(settings: tiny.Settings) -> str:
+    """What switching a head off does, as far as this model has the heads it speaks of."""
+    said = "Its context is set to zero, so it adds nothing to the residual stream."
+    if settings.task == "induction" and settings.task_layers:
+        said += (
+            " Switching off layer 0's previous-token head also breaks the induction head above it: that head finds "
+            "'the token after the earlier copy' by reading what the previous-token head wrote."
+        )
+    return said
+
+
 # the page's controls and live view ----------------------------------------------------------------------------
 
 PLAYING, SHOWN, FOR = "tr:playing", "tr:shown", "tr:for"  # session keys: playing?, the snapshot shown, its run
+TIMELINE = "tr:timeline"  # the timeline slider's key: the clicker's PageDown/PageUp move it as they move the page
 TICK_S = 0.5  # while playing, the live view redraws this often (each redraw is a rerun of the page's live part)
 FIRST_WAIT_S = 1.0  # Play waits at most this long for a new run's first chunk: the first redraw shows a curve
 
@@ -430,7 +511,7 @@ def reset() -> None:
 def pick_step(steps: list[int]) -> None:
     """The timeline moved: show that snapshot, paused."""
     st.session_state[PLAYING] = False
-    st.session_state[SHOWN] = steps.index(st.session_state["tr:timeline"])
+    st.session_state[SHOWN] = steps.index(st.session_state[TIMELINE])
 
 
 def clicker(job: Job | None) -> None:
@@ -439,7 +520,7 @@ def clicker(job: Job | None) -> None:
     ss = st.session_state
     last = len(job.snapshots) - 1 if job is not None else -1
     shown = min(ss.get(SHOWN, 0), max(last, 0))
-    move = lessons.clicks("timeline", shown)
+    move = lessons.clicks("timeline", shown, slider=TIMELINE)
     if move and last >= 0:
         ss[PLAYING] = False
         ss[SHOWN] = min(max(shown + move, 0), last)

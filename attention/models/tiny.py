@@ -47,6 +47,11 @@ TASKS = ("induction", "reverse", "sort", "previous_token")
 SCORE_NAMES = {"induction": "induction", "reverse": "reverse", "sort": "sort", "previous_token": "previous_token"}
 CHANCE = math.log(VOCAB)  # the loss of a uniform guess over the run tokens, in nats
 FORMED_SCORE = 0.4  # a head "forms" when its task score passes this and the task loss falls below CHANCE / 2
+# The first layer where a task's head can form. An induction head finds "the token after the earlier copy" by reading
+# what a previous-token head below it wrote, so it sits in layer 1 or above of a model of two layers or more; a
+# layer-0 head that scores on the induction keys can only have found them by position (the fixed-length shortcut).
+# The other tasks' patterns are a query-key match a single layer can make.
+FIRST_LAYER = {"induction": 1, "reverse": 0, "sort": 0, "previous_token": 0}
 EVAL_BATCH = 32
 PROBE_SEED = 20_24  # the probe and evaluation sequences: the same for every seed, so runs compare on one input
 MAX_SNAPSHOTS = 500  # a run's weights are kept at every snapshot: bounded, so is its memory (`run_bytes`)
@@ -135,6 +140,12 @@ class Settings:
     def score_name(self) -> str:
         """The name of the task's attention score: induction, reverse, sort or previous_token."""
         return SCORE_NAMES[self.task]
+
+    @property
+    def task_layers(self) -> range:
+        """The layers where a head doing the task counts as formed (`FIRST_LAYER`): empty for an induction head in a
+        one-layer model, which cannot have one."""
+        return range(FIRST_LAYER[self.task], self.layers)
 
     @property
     def train_lengths(self) -> tuple[int, ...]:
@@ -442,8 +453,8 @@ class Run:
 
 @dataclass(frozen=True)
 class Formation:
-    """The moment a head formed: the first snapshot from which the best task score stays above FORMED_SCORE and
-    the task loss below half of chance, at every later snapshot."""
+    """The moment a head formed: the first snapshot from which the best task score in the task's layers stays above
+    FORMED_SCORE and the task loss below half of chance, at every later snapshot."""
 
     step: int
     layer: int
@@ -455,9 +466,21 @@ class Formation:
         return f"L{self.layer}H{self.head}"
 
 
+def best_head(snapshot: Snapshot, settings: Settings, layers: Iterable[int] | None = None) -> tuple[int, int] | None:
+    """(layer, head) of the highest task score among `layers` (the task's own, `Settings.task_layers`, by default);
+    None when there are none."""
+    rows = snapshot.scores[settings.score_name]
+    heads = [(i, j) for i in (settings.task_layers if layers is None else layers) for j in range(len(rows[i]))]
+    return max(heads, key=lambda ij: rows[ij[0]][ij[1]]) if heads else None
+
+
 def formed(snapshot: Snapshot, settings: Settings) -> bool:
-    """Whether a head does the task at this snapshot (score above 0.4, task loss below half of chance)."""
-    return snapshot.score(settings.score_name) > FORMED_SCORE and snapshot.task_loss < CHANCE / 2
+    """Whether a head does the task at this snapshot: a head in one of the task's layers (`FIRST_LAYER`) scores
+    above 0.4 and the task loss is below half of chance."""
+    best = best_head(snapshot, settings)
+    if best is None or snapshot.task_loss >= CHANCE / 2:
+        return False
+    return snapshot.scores[settings.score_name][best[0]][best[1]] > FORMED_SCORE
 
 
 def formation(snapshots: Iterable[Snapshot], settings: Settings) -> Formation | None:
@@ -471,11 +494,8 @@ def formation(snapshots: Iterable[Snapshot], settings: Settings) -> Formation | 
     if first is None:
         return None
     s = snapshots[first]
-    rows = s.scores[settings.score_name]
-    layer, head = max(
-        ((i, j) for i in range(len(rows)) for j in range(len(rows[i]))), key=lambda ij: rows[ij[0]][ij[1]]
-    )
-    return Formation(step=s.step, layer=layer, head=head, score=rows[layer][head])
+    layer, head = best_head(s, settings)
+    return Formation(step=s.step, layer=layer, head=head, score=s.scores[settings.score_name][layer][head])
 
 
 @contextmanager

@@ -81,7 +81,9 @@ def table(run: tiny.Run) -> str:
     formed = run.formed
     out.append("")
     if formed is None:
-        out.append(f"No head formed (score above {tiny.FORMED_SCORE} and the answers' loss below half of chance).")
+        where = f"a head in layer {s.task_layers.start} or above" if tiny.FIRST_LAYER[s.task] else "a head"
+        out.append(f"No head formed ({where} scoring above {tiny.FORMED_SCORE} and the answers' loss below half of "
+                   "chance).")  # fmt: skip
     else:
         out.append(f"{formed.name} formed at step {formed.step} ({s.score_name} score {formed.score:.3f}).")
     if run.stopped:

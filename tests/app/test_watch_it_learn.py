@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import torch
 from charts import _walk, heatmaps, open_page
 from streamlit.testing.v1 import AppTest
 
@@ -216,3 +217,55 @@ def test_a_worker_ends_when_its_server_is_killed(tmp_path) -> None:  # noqa: ANN
     while Path(f"/proc/{worker}").exists() and Path(f"/proc/{worker}/cmdline").read_bytes():
         assert time.monotonic() < end, "the worker outlived its server"
         time.sleep(0.2)
+
+
+def _run(settings: tiny.Settings, *snapshots: tuple[int, float, list[list[float]]]) -> tiny.Run:
+    """A run of made-up snapshots (step, loss on the answers, task scores per layer and head): the words only."""
+    weights = tiny.init_weights(settings, torch.Generator().manual_seed(0))
+    snaps = tuple(
+        tiny.Snapshot(step, loss, loss, 0.5, {"previous_token": scores, settings.score_name: scores}, weights)
+        for step, loss, scores in snapshots
+    )
+    return tiny.Run(settings, snaps)
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3])
+def test_the_page_names_the_layers_as_set_and_one_layer_says_no_head_forms(
+    in_thread: training.Service, layers: int
+) -> None:
+    at = open_page("watch_it_learn", train_layers=str(layers), **SMALL)
+    said = [c.value for c in at.main.caption]
+    assert said[0].startswith(f"A {layers}-layer transformer with nothing but attention")
+    sidebar = " ".join(c.value for c in at.sidebar.caption)
+    if layers == 1:
+        assert "no induction head can form" in said[0] and "no induction head can form" in sidebar
+        assert "falls off a cliff" not in said[0]
+    else:
+        assert "induction head" in said[0] and "no induction head" not in said[0] + sidebar
+    at.button(key="tr:play").click().run()
+    wait(in_thread.get(tiny.Settings(layers=layers, steps=50, every=25)))
+    at.run()
+    words = " ".join(m.value for m in at.markdown)
+    assert "**No head formed" in words and " formed at step" not in words  # 50 steps form nothing, and it says so
+    if layers == 1:
+        assert "none can" in words
+        assert "previous-token head also breaks" not in " ".join(c.value for c in at.main.caption)
+
+
+def test_a_layer_0_head_on_the_induction_keys_is_a_shortcut_not_an_induction_head() -> None:
+    """The fixed-length run of issue 32: layer 0's heads score 0.99 on the induction keys by position alone; the page
+    calls no head formed and says why, where it used to say 'L0H1 formed at step 100'."""
+    settings = tiny.Settings(fixed=True, steps=200, every=100)
+    run = _run(settings, (0, 3.5, [[0.09, 0.09], [0.09, 0.09]]), (100, 0.43, [[0.99, 1.0], [0.14, 0.3]]),
+               (200, 0.04, [[0.98, 0.99], [0.14, 0.32]]))  # fmt: skip
+    assert run.formed is None
+    words = training.formation_words(run, finished=True)
+    assert words.startswith("**No induction head formed.**") and "L0H1 (induction score 0.99" in words
+    assert "is in layer 0" in words and "fixed run length" in words
+    # the same scores in layer 1 are an induction head, named where it formed
+    run = _run(settings, (0, 3.5, [[0.09, 0.09], [0.09, 0.09]]), (100, 0.43, [[0.14, 0.3], [0.99, 1.0]]),
+               (200, 0.04, [[0.14, 0.32], [0.99, 0.99]]))  # fmt: skip
+    assert (run.formed.name, run.formed.step) == ("L1H1", 100)
+    assert training.formation_words(run, finished=True).startswith("**L1H1 formed at step 100**")
+    start = _run(settings, (0, 3.5, [[0.09, 0.09], [0.09, 0.09]]))
+    assert training.formation_words(start, finished=False) == "No head has formed yet (step 0 of 200)."

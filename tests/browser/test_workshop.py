@@ -202,8 +202,8 @@ def shown_step(page) -> int | None:
 
 
 def test_the_clicker_drives_watch_it_learns_timeline(projector, app_url, page_errors):
-    """PageDown shows the next snapshot of a trained run and PageUp the one before, right after a click on a button;
-    Play still replays to the end afterwards."""
+    """PageDown shows the next snapshot of a trained run and PageUp the one before, right after a click on a button
+    and with the timeline slider focused; Play still replays to the end afterwards."""
     page = projector
     open_page(page, app_url, "watch_it_learn", "train_steps=100&train_every=20")  # snapshots at 0, 20, ..., 100
     page.get_by_role("button", name=re.compile("Play")).click()
@@ -221,6 +221,17 @@ def test_the_clicker_drives_watch_it_learns_timeline(projector, app_url, page_er
         assert shown_step(page) == step, f"after {key}"
         timeline = page.get_by_role("slider", name=re.compile("Timeline"))
         assert timeline.get_attribute("aria-valuetext") == str(step), timeline.get_attribute("aria-valuetext")
+    # with the timeline itself focused every key moves it as the clicker does (issue 32: PageDown, a range input's
+    # "page down", moved it back while the clicker's moves it on)
+    page.get_by_role("slider", name=re.compile("Timeline")).focus()
+    for key, step in (("PageDown", 40), ("PageDown", 60), ("ArrowRight", 80), ("PageUp", 60), ("ArrowLeft", 40)):
+        page.keyboard.press(key)
+        poll(lambda: shown_step(page), lambda v, s=step: v == s)
+        settle(page)
+        assert shown_step(page) == step, f"after {key} on the focused timeline"
+        timeline = page.get_by_role("slider", name=re.compile("Timeline"))
+        assert timeline.get_attribute("aria-valuetext") == str(step), timeline.get_attribute("aria-valuetext")
+        assert page.evaluate("document.activeElement.type") == "range"  # the focus stayed on the timeline
     play.click()  # Play replays from the snapshot shown to the end, and stops there
     poll(lambda: (shown_step(page), play.is_enabled()), lambda v: v == (100, True), timeout_s=60)
     assert shown_step(page) == 100 and play.is_enabled()
