@@ -104,13 +104,43 @@ def toggle(name: str, container: Any = None, **kw: Any) -> bool:
     return _widget("toggle", name, container=container, **kw)
 
 
+# {box's widget key: characters of the text it just refused}, said once under that box (`_say_refused`)
+REFUSED = "_refused_text"
+
+
+def _take_text(name: str, key: str | None = None) -> None:
+    """A text box's change (key: the box, w:NAME by default): kept when it has at most MAX_CHARS characters, else
+    refused and said under the box, which goes back to the parameter's text on this run (`_widget`).
+
+    The boxes have no max_chars: with one, Streamlit's browser side drops a longer paste whole, before the server
+    hears of it, so a 31,547-character paste left the box as it was and nobody said why (issue 32)."""
+    key = key or "w:" + name
+    value = st.session_state[key]
+    if len(value) > MAX_CHARS:
+        st.session_state.setdefault(REFUSED, {})[key] = len(value)
+        return
+    put(name, value)
+    st.session_state.pop("_url_warnings", None)
+
+
+def _say_refused(key: str, container: Any) -> None:
+    """Under a text box, once: the text it just refused, and why."""
+    chars = st.session_state.get(REFUSED, {}).pop(key, None)
+    if chars is not None:
+        container.error(
+            f"That text is {chars:,} characters long and was not taken: a box takes at most {MAX_CHARS:,}. "
+            "The box keeps its last text.",
+            icon=":material/block:",
+        )
+
+
 def text(name: str, container: Any = None, **kw: Any) -> str:
-    """A text area that takes at most MAX_CHARS characters (the browser stops a paste there, and so does the
-    server with what a client sends past it)."""
+    """A text area that takes at most MAX_CHARS characters: a longer text is refused, and the box says so
+    (`_take_text`); the server checks again what reaches a parameter another way (a link, `check_length`)."""
     kw.setdefault("help", None)  # the label says what to type; a help button would share the box's label
-    value = _widget("text_area", name, container=container, height=80, max_chars=MAX_CHARS, **kw)
-    # the browser drops a paste that would pass max_chars whole, and the server never hears of it: say so beforehand
-    (container or st.sidebar).caption(f"At most {MAX_CHARS:,} characters: a longer paste is refused.")
+    value = _widget("text_area", name, container=container, height=80, on_change=_take_text, **kw)
+    _say_refused("w:" + name, container or st.sidebar)
+    (container or st.sidebar).caption(f"At most {MAX_CHARS:,} characters: a longer text is refused.")
     _presenter_text(name, kw.get("label") or PARAMS[name].label or name)
     return value
 
@@ -226,11 +256,6 @@ html { font-size: 20px; }
 </style>"""
 
 
-def _copy_into(name: str, key: str) -> None:
-    put(name, st.session_state[key])
-    st.session_state.pop("_url_warnings", None)
-
-
 # This run's presenter "Sentence" box: {"box": its container, "names": the parameters it offers}. Every text control a
 # page draws (`text`: the sentence, the cross-attention page's key/value sentence, a prompt) adds its own box there,
 # drawn after the switch but shown in the same popover; None while presenter mode is off. Set at the top of every
@@ -247,8 +272,9 @@ def _presenter_text(name: str, label: str) -> None:
     presenter["names"].add(name)
     key = "w:present:" + name  # the control's own box keeps w:NAME
     st.session_state[key] = get(name)
-    presenter["box"].text_area(label, key=key, height=120 if name == "sentence" else 100, max_chars=MAX_CHARS,
-                               on_change=_copy_into, args=(name, key))  # fmt: skip
+    presenter["box"].text_area(label, key=key, height=120 if name == "sentence" else 100, on_change=_take_text,
+                               args=(name, key))  # fmt: skip
+    _say_refused(key, presenter["box"])
 
 
 def presenter_toggle() -> bool:

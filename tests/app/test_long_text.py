@@ -63,10 +63,32 @@ def test_a_long_key_value_sentence_is_refused_before_it_is_split(split_lengths: 
 
 
 @pytest.mark.parametrize("path, name", [("self_attention", "sentence"), ("cross_attention", "cross_sentence")])
-def test_a_text_area_takes_at_most_max_chars(path: str, name: str, split_lengths: list[int]) -> None:
+def test_a_longer_text_in_a_box_is_refused_and_the_box_says_why(path: str, name: str, split_lengths: list[int]) -> None:
+    """Issue 32: with max_chars on the box, the browser dropped a 31,547-character paste whole and nobody said why.
+    The box takes any text; the server refuses one past MAX_CHARS, says so under the box and keeps the last text."""
     at = on_page(path)
-    assert at.text_area(key=f"w:{name}").max_chars == ui.MAX_CHARS  # the browser stops a paste there
-    at.text_area(key=f"w:{name}").set_value(LONG).run()  # and the server cuts what a client sends past it
-    assert len(at.session_state[f"p:{name}"]) == ui.MAX_CHARS
-    assert "10000 tokens; at most 512" in " ".join(e.value for e in at.error)
-    assert max(split_lengths) <= ui.MAX_CHARS
+    box = at.text_area(key=f"w:{name}")
+    before = box.value
+    assert not box.max_chars  # no limit in the browser, which dropped a longer paste without a word
+    split_lengths.clear()
+    box.set_value("x" * 31_547).run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = [e.value for e in at.error]
+    assert said == ["That text is 31,547 characters long and was not taken: a box takes at most 20,000. The box "
+                    "keeps its last text."]  # fmt: skip
+    assert at.session_state[f"p:{name}"] == at.text_area(key=f"w:{name}").value == before
+    assert max(split_lengths, default=0) <= ui.MAX_CHARS
+    at.run()  # said once: the next run has moved on
+    assert not at.error
+    at.text_area(key=f"w:{name}").set_value("y " * (ui.MAX_CHARS // 2)).run()  # exactly MAX_CHARS is taken
+    assert len(at.session_state[f"p:{name}"]) == ui.MAX_CHARS and "was not taken" not in str(at.error)
+
+
+def test_a_longer_text_in_the_presenters_box_is_refused_there_with_why() -> None:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    at.query_params["present"] = "true"
+    at.run()
+    at.text_area(key="w:present:sentence").set_value("z" * 20_001).run()
+    assert [e.value for e in at.error] == ["That text is 20,001 characters long and was not taken: a box takes at "
+                                           "most 20,000. The box keeps its last text."]  # fmt: skip
+    assert at.text_area(key="w:present:sentence").value == at.session_state["p:sentence"] != "z" * 20_001
