@@ -69,6 +69,8 @@ stop() {
   [[ -n "$supervisor" ]] && kill -TERM "$supervisor" 2>/dev/null
   return 0
 }
+# bash cannot trap a signal that was ignored when it started (a script's background job ignores SIGINT): started
+# so, a SIGINT still stops supervisord, but this script then exits 1 ('supervisord exited'), not 130.
 trap 'stop 130' INT
 trap 'stop 143' TERM
 "$supervisord" -n -c deploy/supervisord.conf > "$LAB_LOG_DIR/run-supervisord.log" 2>&1 &
@@ -102,7 +104,7 @@ while [[ -z "$signalled" ]] && kill -0 "$supervisor" 2>/dev/null; do
     stop 1
     break
   fi
-  sleep 0.5
+  sleep 0.5 || true  # killed by Ctrl-C: the trap has run; not `set -e`'s exit before everything has stopped
 done
 if ((up)) && [[ -z "$signalled" ]]; then
   where="http://$LAB_ADDRESS:$LAB_PORT/"

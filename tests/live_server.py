@@ -189,6 +189,16 @@ def free_ports(n: int) -> int:
     raise RuntimeError(f"no {n} consecutive free ports found")
 
 
+# Runs argv[1:] with SIGINT and SIGQUIT at their defaults, as a terminal's foreground command has them. A test
+# process started as a script's background job (a full run, CI) has them ignored and passes that on, and bash cannot
+# trap a signal ignored on entry: run.sh's Ctrl-C trap was then silently not set, supervisord (which sets its own
+# handler) stopped on the SIGINT, and run.sh exited 1, 'supervisord exited', instead of 130 (issue 32; passed alone).
+AS_FROM_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "signal.signal(signal.SIGQUIT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+
 def start_recipe(processes: int, log_dir: Path, env: dict[str, str] | None = None) -> Recipe:
     """`bash deploy/run.sh processes` on loopback and free ports (env: more of its settings, e.g.
     LAB_WATCHDOG_S); returns once the proxy and every process answer /_stcore/health. RuntimeError (with the
@@ -198,9 +208,11 @@ def start_recipe(processes: int, log_dir: Path, env: dict[str, str] | None = Non
            "LAB_LOG_DIR": str(log_dir), "PYTHON": sys.executable, **(env or {})}  # fmt: skip
     log_dir.mkdir(parents=True, exist_ok=True)
     with (log_dir / "run.log").open("wb") as out:
-        # Its own process group: a stray child can then be found and stopped by the group's id.
-        proc = subprocess.Popen(["bash", str(DEPLOY), str(processes)], cwd=ROOT, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        # Its own process group: a stray child can then be found and stopped by the group's id. Started as from a
+        # terminal, with SIGINT and SIGQUIT at their defaults (`AS_FROM_A_TERMINAL`).
+        proc = subprocess.Popen([sys.executable, "-c", AS_FROM_A_TERMINAL, "bash", str(DEPLOY), str(processes)],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # fmt: skip
     recipe = Recipe(proc, f"http://{LOOPBACK}:{proxy_port}",
                     [f"http://{LOOPBACK}:{port}" for port in range(first, first + processes)], log_dir)  # fmt: skip
     deadline = time.monotonic() + RECIPE_TIMEOUT_S
