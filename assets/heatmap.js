@@ -98,10 +98,12 @@ function readable(v, digits) {
   return v.toFixed(digits).replace("-", "−");
 }
 
-function cellText(h, v, isBlocked) {
+// A cell's number with `digits` decimals (2, or 1 where two would not fit at a readable size: see numberSize).
+function cellText(h, v, isBlocked, digits = 2) {
   if (h.kind === "mask") return isBlocked || v < 0.5 ? "0" : "1";
   if (isBlocked) return h.kind === "weights" ? "0" : "−∞";
-  return Math.abs(v) < 0.005 && v !== 0 ? "0.00" : v.toFixed(2).replace("-", "−");
+  const shown = v.toFixed(digits);
+  return Number(shown) === 0 ? shown.replace("-", "") : shown.replace("-", "−"); // no "−0.00"
 }
 
 function tooltipValue(h, v, isBlocked) {
@@ -237,21 +239,26 @@ function inkOf(root) {
   return getComputedStyle(root).color || "#31333f";
 }
 
-// The numbers' font size: as large as the widest number fits in a cell (measured, not guessed), at most 13 px
-// (scaled with the type). Under a floor they are left to the hover readout: 12 px in presenter mode (type
-// enlarged), which a room reads from the back; 7 px otherwise.
+// The numbers' font size and decimals: as large as the widest number fits in a cell (measured, not guessed), at most
+// 13 px (scaled with the type), with two decimals, or one where two would not fit (omega's "−12.34" at 1024 px wide).
+// Under a floor they are not drawn and left to the hover readout: 11 px, under which they strain the eye (issue 32:
+// an 8 px grid of embeddings at 1400 px wide), 12 px in presenter mode (type enlarged), which a room reads from the
+// back. Returns { size, digits }, size 0 when no number is drawn.
 function numberSize(ctx, state, L) {
   const { header: h, values, blocked } = state;
-  let widest = "0.00";
-  for (let k = 0; k < h.r * h.c; k++) {
-    const text = cellText(h, values[k], blocked !== null && blocked[k] === 1);
-    if (text.length > widest.length) widest = text;
-  }
+  const floor = L.scale > 1 ? 12 : 11;
   ctx.font = `100px ${L.family}`;
-  const perPx = measure(ctx, widest) / 100; // width of the widest number a pixel of font size
-  const size = Math.min(13 * L.scale, (L.cellW * 0.88) / perPx, L.cellH * 0.62);
-  const floor = L.scale > 1 ? 12 : 7;
-  return size >= floor ? Math.floor(size * 4) / 4 : 0;
+  for (const digits of [2, 1]) {
+    let widest = digits === 2 ? "0.00" : "0.0";
+    for (let k = 0; k < h.r * h.c; k++) {
+      const text = cellText(h, values[k], blocked !== null && blocked[k] === 1, digits);
+      if (text.length > widest.length) widest = text;
+    }
+    const perPx = measure(ctx, widest) / 100; // width of the widest number a pixel of font size
+    const size = Math.min(13 * L.scale, (L.cellW * 0.88) / perPx, L.cellH * 0.62);
+    if (size >= floor) return { size: Math.floor(size * 4) / 4, digits };
+  }
+  return { size: 0, digits: 2 };
 }
 
 // Everything but the hover overlay, onto a 2D context: the page's canvas, a 2x canvas for a PNG, or an SVG
@@ -290,7 +297,7 @@ function render(ctx, state, L, ink, background) {
     ctx.restore();
   }
   // numbers in the cells, where the matrix is small and they fit
-  const size = h.annotate ? numberSize(ctx, state, L) : 0;
+  const { size, digits } = h.annotate ? numberSize(ctx, state, L) : { size: 0, digits: 2 };
   if (size) {
     ctx.font = `${size}px ${L.family}`;
     ctx.textAlign = "center";
@@ -304,7 +311,7 @@ function render(ctx, state, L, ink, background) {
         else if (h.kind === "mask") dark = !isBlocked && v > 0.5;
         else dark = !isBlocked && Math.abs(v) > 0.6 * h.maxAbs;
         ctx.fillStyle = dark ? "#ffffff" : "#000000";
-        ctx.fillText(cellText(h, v, isBlocked), L.left + (j + 0.5) * L.cellW, L.top + (i + 0.5) * L.cellH);
+        ctx.fillText(cellText(h, v, isBlocked, digits), L.left + (j + 0.5) * L.cellW, L.top + (i + 0.5) * L.cellH);
       }
     }
   }

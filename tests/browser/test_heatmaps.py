@@ -118,3 +118,27 @@ def test_a_512_token_sentence_draws_whole_with_readable_thinned_labels(page, app
     page.locator(f"{WEIGHTS} .al-heatmap-overlay").hover(position=cell_centre(page, WEIGHTS, 511, 511))
     assert "row 512 w511" in page.locator(f"{WEIGHTS} .al-heatmap-tip").inner_text()
     assert not page_errors
+
+
+@pytest.mark.parametrize("width", [1400, 1024])
+def test_numbers_in_cells_are_readable_or_left_to_the_readout(page, app_url, page_errors, width):
+    """Issue 32: at 1400 px the embeddings' numbers were 8 px. A number drawn in a cell is at least 11 px, with one
+    decimal where two would not fit (omega at 1024 px: '−7.1'); where neither fits the cells show none and the
+    hover readout has them. Omega and the weights keep their numbers at both widths; the SVG of omega draws every
+    cell's number at the page's size."""
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(app_url + "/")
+    settle(page)
+    drawn(page)
+    sizes = dict(page.eval_on_selector_all(".al-heatmap", "els => els.map(e => [e.dataset.title, e.dataset.numberPx])"))
+    assert all(px == "" or float(px) >= 11 for px in sizes.values()), sizes
+    assert sizes["Omega = Q Kᵀ"] and sizes["Softmax weights"], sizes
+    omega = page.locator(".al-heatmap[data-title='Omega = Q Kᵀ']")
+    omega.hover()
+    with page.expect_download() as info:
+        omega.get_by_role("button", name=re.compile("as SVG")).click()
+    svg = info.value.path().read_text(encoding="utf-8")
+    numbers = re.findall(r'style="font: ([\d.]+)px [^"]*">(−?\d+\.\d+)</text>', svg)
+    in_cells = [n for px, n in numbers if float(px) == float(sizes["Omega = Q Kᵀ"])]
+    assert len(in_cells) == 36, numbers  # 6 x 6, each at the size the page reports
+    assert not page_errors
