@@ -142,11 +142,12 @@ function ellipsis(ctx, text, limit) {
 
 const LABEL_LIMIT = 90; // px: longer token labels are cut with an ellipsis (the tooltip has them whole)
 
-function layout(root, state) {
+// The page's layout, or with `figure` a downloaded file's: the page's plot at its size in its font (figure.plotW,
+// figure.family), the colour bar beside it and margins all round (figure.pad), whatever the page left out (figureOf).
+function layout(root, state, figure = null) {
   const { header: h } = state;
-  const style = getComputedStyle(root);
-  const family = style.fontFamily || "sans-serif";
-  const width = Math.max(root.clientWidth, 120);
+  const family = figure ? figure.family : getComputedStyle(root).fontFamily || "sans-serif";
+  const pad = figure ? figure.pad : 0;
   const probe = state.probe || (state.probe = document.createElement("canvas").getContext("2d"));
   // type follows the page's root font size (presenter mode enlarges it): 1 at Streamlit's 16 px
   const scale = parseFloat(getComputedStyle(document.documentElement).fontSize) / 16 || 1;
@@ -172,12 +173,13 @@ function layout(root, state) {
   // without row labels, room on the left for the first slanted column label (it leans left of its column)
   probe.font = `${12 * scale}px ${family}`;
   const lean = Math.min(measure(probe, h.cols[0] || ""), LABEL_LIMIT) * Math.SQRT1_2;
-  const left = rowLabels ? Math.ceil(rowW) + 8 : Math.ceil(Math.max(lean - 4, 2));
+  const left = pad + (rowLabels ? Math.ceil(rowW) + 8 : Math.ceil(Math.max(lean - 4, 2)));
   // a narrow column (a projector, three charts side by side) moves the colour bar under the plot when that is
-  // what keeps the cells at least 12 px wide
-  const beside = h.legend && (width - left - legendW - 4) / h.c >= 12;
+  // what keeps the cells at least 12 px wide; a file has no column: its bar is beside the page's plot
+  const width = figure ? 0 : Math.max(root.clientWidth, 120);
+  const beside = h.legend && (figure !== null || (width - left - legendW - 4) / h.c >= 12);
   const below = h.legend && !beside;
-  const plotW = Math.max(width - left - (beside ? legendW : 0) - 4, 20);
+  const plotW = figure ? figure.plotW : Math.max(width - left - (beside ? legendW : 0) - 4, 20);
   const cellW = plotW / h.c;
   const colFont = Math.max(10 * scale, Math.min(12 * scale, Math.floor(cellW * 0.75)));
   const colStep = stride(cellW, colFont * 1.5); // slanted 45°: baselines 1.5 font sizes apart
@@ -186,14 +188,16 @@ function layout(root, state) {
   for (let j = 0; j < h.c; j += colStep) colW = Math.max(colW, Math.min(measure(probe, h.cols[j]), LABEL_LIMIT));
   const bottom = Math.ceil(colW * Math.SQRT1_2 + colFont) + 6;
   const legendH = below ? 34 * scale : 0;
-  const height = titleH + plotH + bottom + legendH;
+  const top = pad + titleH;
+  const height = top + plotH + bottom + legendH + pad;
   // the colour bar's place: beside the plot its top is the high end; below it, low runs left to high at the right
   const legendBar = below ? Math.max(Math.min(plotW, 180), 60) : 12;
   const legendX = beside ? left + plotW + 12 : left;
-  const legendY = beside ? titleH : titleH + plotH + bottom + 2;
-  return { family, scale, width, height, titleH, titleSize, left, top: titleH, plotW, plotH, cellW, cellH,
-           rowFont, rowStep, colFont, colStep, legendW, labelPx: Math.min(rowFont, colFont),
-           legend: beside ? "right" : below ? "below" : "none", legendX, legendY, legendBar };
+  const legendY = beside ? top : top + plotH + bottom + 2;
+  return { family, scale, width: figure ? left + plotW + (beside ? legendW : 4) + pad : width, height, pad, titleH,
+           titleSize, left, top, plotW, plotH, cellW, cellH, rowFont, rowStep, colFont, colStep, legendW,
+           labelPx: Math.min(rowFont, colFont), legend: beside ? "right" : below ? "below" : "none", legendX, legendY,
+           legendBar };
 }
 
 function drawCells(state) {
@@ -274,7 +278,7 @@ function render(ctx, state, L, ink, background) {
   if (h.title) {
     ctx.font = `600 ${L.titleSize}px ${L.family}`;
     ctx.textAlign = "left";
-    ctx.fillText(ellipsis(ctx, h.title, L.width - 4), 0, L.titleH / 2);
+    ctx.fillText(ellipsis(ctx, h.title, L.width - 2 * L.pad - 4), L.pad, L.pad + L.titleH / 2);
   }
   // the cells: one pixel each, scaled; nearest-neighbour when cells are larger than pixels, else smoothed
   ctx.imageSmoothingEnabled = L.cellW * (window.devicePixelRatio || 1) < 1 || L.cellH * (window.devicePixelRatio || 1) < 1;
@@ -383,8 +387,21 @@ function drawLegendBelow(ctx, h, L, ink) {
 }
 
 // ---------------------------------------------------------------------------------------------- downloads
-// PNG (at 2x, crisp on slides) and SVG (text stays text) of the figure as shown: title, labels, numbers and colour
-// bar, in the theme's ink on the theme's background. Built in the browser from the same render() as the page.
+// PNG (at 2x, crisp on slides) and SVG (text stays text) of the figure as shown, made to stand alone (figureOf):
+// title, labels, numbers and colour bar, in the theme's ink on the theme's background. Built in the browser from the
+// same render() as the page.
+
+const FIGURE_PAD = 16; // px of margin round a downloaded figure: its title and labels clear of the file's edge
+
+// A file stands alone, without the page's captions and neighbours: the page's plot at its size, with its colour bar
+// (small multiples leave theirs to one caption on the page: issue 32's per-head figures had no scale) and its row
+// labels (which they share with the first of their row), and a margin all round. What render() draws for a file.
+function figureOf(root) {
+  const state = root.alState;
+  const figure = { ...state, header: { ...state.header, legend: true, rowLabels: true } };
+  const { plotW, family } = state.layout;
+  return { state: figure, L: layout(root, figure, { pad: FIGURE_PAD, plotW, family }) };
+}
 
 function pageBackground() {
   const app = document.querySelector('[data-testid="stApp"]');
@@ -468,8 +485,7 @@ function svgContext(width, height) {
 }
 
 async function heatmapSvg(root) {
-  const state = root.alState;
-  const L = state.layout;
+  const { state, L } = figureOf(root);
   const ctx = svgContext(L.width, L.height);
   render(ctx, state, L, inkOf(root), pageBackground());
   const fonts = await embeddedFonts([{ family: L.family, style: "normal" }]);
@@ -479,8 +495,7 @@ async function heatmapSvg(root) {
 // Drawn on a canvas of the page, so in the page's own fonts: the font is made sure of first (the title's weight and
 // the numbers' may not have been drawn on the page yet).
 async function heatmapPng(root, factor = 2) {
-  const state = root.alState;
-  const L = state.layout;
+  const { state, L } = figureOf(root);
   const fonts = [`${L.rowFont}px ${L.family}`, `600 ${L.titleSize}px ${L.family}`];
   await Promise.all(fonts.map((font) => document.fonts.load(font)));
   const canvas = document.createElement("canvas");

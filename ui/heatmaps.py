@@ -146,8 +146,8 @@ def heatmap(
     Small multiples share one colour scale: max_abs sets the diverging scale's ends (±max_abs), top the weights
     scale's (0 to top, so near-uniform weights are not one flat block), for all of them, and legend=False leaves
     the colour bar to one caption beside them; row_labels=False leaves the row labels to the first of a row of
-    small multiples (the hover readout still names the rows). max_height caps the cells' height in pixels (step
-    mode: a stage fits a projector's window).
+    small multiples (the hover readout still names the rows); a downloaded figure has both (assets/heatmap.js).
+    max_height caps the cells' height in pixels (step mode: a stage fits a projector's window).
     """
     r, c = matrix.shape
     annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX and annotate is not False
