@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import time
@@ -127,6 +128,8 @@ CLICK_JS = """() => {
   document.addEventListener('click', () => { if (window.__chat.clicked === null)
     window.__chat.clicked = performance.now(); }, { capture: true, once: true });
 }"""
+READY_JS = """() => document.querySelector('[data-testid="stApp"]').dataset.testScriptState === 'notRunning'
+  && [...document.querySelectorAll('.al-heatmap')].filter(e => e.dataset.drawn).length >= 5"""
 DRAWN_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   const maps = [...document.querySelectorAll('.al-heatmap')];
@@ -143,6 +146,7 @@ def browser(root: Path, port: int, generated: list[int], repeats: int) -> None:
     import subprocess
 
     import live_server
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port),
@@ -169,17 +173,23 @@ def browser(root: Path, port: int, generated: list[int], repeats: int) -> None:
                 page.wait_for_selector(f'{app}[data-test-connection-state="CONNECTED"]', timeout=600_000)
                 page.wait_for_timeout(300)
                 page.wait_for_selector(f'{app}[data-test-script-state="notRunning"]', timeout=600_000)
-                opened = time.monotonic() - t0
-                step = page.get_by_text(f"Step {n}:")
-                if n and step.count() == 0:
+                # the page's first runs are over: its step is written (or the link refused) and every heatmap drawn
+                page.get_by_text(re.compile(f"Step {n}:|reset to defaults")).first.wait_for(timeout=600_000)
+                page.wait_for_function(READY_JS, timeout=600_000, polling=100)
+                if page.get_by_text(f"Step {n}:").count() == 0:
                     print(f"{n} generated: the page does not offer it (its link was reset); not measured")
                     page.close()
                     continue
+                opened = time.monotonic() - t0
                 times = []
-                for _ in range(repeats):
+                while len(times) < repeats:
                     page.evaluate(CLICK_JS)
                     page.get_by_text("with RoPE", exact=True).click()
-                    ms = page.wait_for_function(DRAWN_JS, timeout=600_000, polling=10).json_value()
+                    try:
+                        ms = page.wait_for_function(DRAWN_JS, timeout=120_000, polling=10).json_value()
+                    except PlaywrightTimeout:  # a click that landed while a run was starting: not counted
+                        print("  a click changed nothing in 120 s: clicked again")
+                        continue
                     times.append(ms / 1000)
                     page.wait_for_timeout(300)
                 print(f"{n} generated (page opened in {opened:.1f} s): rerun median {statistics.median(times):.2f} s "
