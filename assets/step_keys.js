@@ -37,6 +37,29 @@ function onSliderKey(event) {
   window.alStepKeys(NEXT.has(event.key) ? "next" : "previous");
 }
 
+// The page draws a new timeline slider each time it moves the timeline itself (ui/training.py, `timeline`: a slider
+// whose value the script set would be reported back at its old value). A focused slider hands its focus on to the one
+// that replaces it, so the clicker's keys and the arrows go on moving the timeline right after a PageDown.
+function keepSliderFocus() {
+  if (window.alSliderFocus !== undefined) return;
+  window.alSliderFocus = null; // the focused slider, while it is the stepper's own
+  const thumbOf = (element) => {
+    const slider = window.alStepSlider;
+    if (!slider || !(element instanceof Element)) return null;
+    return element.closest(`${slider} input[type=range], ${slider} [role=slider]`);
+  };
+  document.addEventListener("focusin", (event) => {
+    window.alSliderFocus = thumbOf(event.target); // focus elsewhere: nothing to hand on
+  });
+  new MutationObserver(() => {
+    const gone = window.alSliderFocus;
+    if (!gone || gone.isConnected || (document.activeElement && document.activeElement !== document.body)) return;
+    const slider = window.alStepSlider;
+    const next = slider && document.querySelector(`${slider} input[type=range], ${slider} [role=slider]`);
+    if (next) next.focus({ preventScroll: true }); // its focusin makes it the one to follow
+  }).observe(document.body, { childList: true, subtree: true });
+}
+
 function showStage(selector) {
   // after the run's elements are laid out, and again while the stage grows (its heatmaps draw a moment later, and
   // a page shorter than the window cannot scroll as far yet): the stage's top at the window's top
@@ -66,6 +89,7 @@ export default function (component) {
     document.addEventListener("keydown", onKey);
     window.addEventListener("keydown", onSliderKey, true); // capture: before the slider's own handler
   }
+  keepSliderFocus();
   const step = data && typeof data.step === "number" ? data.step : 0;
   const changed = marker.dataset.step !== undefined && marker.dataset.step !== String(step);
   if (data && data.stage && (fresh || changed)) showStage(data.stage);

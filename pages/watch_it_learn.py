@@ -68,9 +68,7 @@ def live() -> None:
         return
     snap = run.snapshots[i]
     steps = [s.step for s in run.snapshots]
-    st.session_state[training.TIMELINE] = snap.step
-    st.select_slider("Timeline: the snapshot shown", steps, key=training.TIMELINE, on_change=training.pick_step,
-                     args=(steps,))  # fmt: skip
+    training.timeline(steps, snap.step)
     training.curves(run, snap.step)
     st.markdown(training.formation_words(run, job.finished_training))
     st.markdown(

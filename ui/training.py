@@ -461,7 +461,8 @@ def ablation_words(settings: tiny.Settings) -> str:
 # the page's controls and live view ----------------------------------------------------------------------------
 
 PLAYING, SHOWN, FOR = "tr:playing", "tr:shown", "tr:for"  # session keys: playing?, the snapshot shown, its run
-TIMELINE = "tr:timeline"  # the timeline slider's key: the clicker's PageDown/PageUp move it as they move the page
+TIMELINE = "tr:timeline"  # the timeline's box (the clicker's keys find its slider by it) and its sliders' key prefix
+MOVES = "tr:moves"  # session key: how many times the page itself has moved the timeline (its slider's generation)
 TICK_S = 0.5  # while playing, the live view redraws this often (each redraw is a rerun of the page's live part)
 FIRST_WAIT_S = 1.0  # Play waits at most this long for a new run's first chunk: the first redraw shows a curve
 
@@ -508,10 +509,39 @@ def reset() -> None:
     st.session_state[PLAYING], st.session_state[SHOWN] = False, 0
 
 
-def pick_step(steps: list[int]) -> None:
-    """The timeline moved: show that snapshot, paused."""
+def timeline(steps: list[int], step: int) -> None:
+    """The timeline slider at `step`, the snapshot shown; moving it shows that snapshot, paused (`pick_step`).
+
+    The page moves the timeline too (each tick of a play, Step, Reset, the clicker), and a browser reports the slider
+    as it last drew it: a fragment's timer (`run_every`) sends every widget's value each TICK_S, also while the run
+    that moved the slider is still on its way, so a slider whose value the script set would be reported back at its
+    old value and read as the learner's move (the play paused by itself on an earlier snapshot). So the page never
+    sets the value of a slider the browser has drawn: each move of its own draws a new slider (a new key, MOVES), and
+    the slider drawn last can then differ from the value the page gave it only by the learner's hand. The browser
+    goes on sending the older sliders' last values too, and Streamlit calls their on_change (it has dropped their
+    values, not their callbacks): `pick_step` ignores them."""
+    ss = st.session_state
+    key = _timeline_key()
+    if key in ss and ss[key] != step:  # the page moved it, not the learner (whose move `pick_step` followed)
+        ss[MOVES] = ss.get(MOVES, 0) + 1
+        key = _timeline_key()
+    if key not in ss:
+        ss[key] = step
+    st.container(key=TIMELINE).select_slider("Timeline: the snapshot shown", steps, key=key, on_change=pick_step,
+                                             args=(key, steps))  # fmt: skip
+
+
+def _timeline_key() -> str:
+    return f"{TIMELINE}:{st.session_state.get(MOVES, 0)}"
+
+
+def pick_step(key: str, steps: list[int]) -> None:
+    """The learner moved the timeline: show that snapshot, paused. A slider the page has since replaced is ignored:
+    what it reports is its last value, or a move on a snapshot the page has already moved away from."""
+    if key != _timeline_key():
+        return
     st.session_state[PLAYING] = False
-    st.session_state[SHOWN] = steps.index(st.session_state[TIMELINE])
+    st.session_state[SHOWN] = steps.index(st.session_state[key])
 
 
 def clicker(job: Job | None) -> None:

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -21,6 +22,11 @@ from attention.models import tiny
 from ui import training
 
 SMALL = {"train_steps": "50", "train_every": "25"}
+
+
+def timeline(at: AppTest) -> Any:
+    """The timeline slider (its key changes each time the page moves it: `training.timeline`)."""
+    return next(s for s in at.select_slider if s.label.startswith("Timeline"))
 
 
 def wait(job: training.Job, timeout: float = 120.0) -> None:
@@ -76,7 +82,7 @@ def test_play_trains_and_the_page_draws_every_snapshot(in_thread: training.Servi
     assert not at.session_state[training.PLAYING]
     assert not at.exception, [e.value for e in at.exception]
     assert any(s.value.startswith("Trained: 50 steps") for s in at.success)
-    assert list(at.select_slider(key="tr:timeline").options) == ["0", "25", "50"]
+    assert list(timeline(at).options) == ["0", "25", "50"]
     drawn = heatmaps(at)
     titles = [t for t in drawn if t.startswith("L")]
     assert [t.split(":")[0] for t in titles] == ["L0H0", "L0H1", "L1H0", "L1H1"]
@@ -99,8 +105,42 @@ def test_step_and_reset_move_the_timeline(in_thread: training.Service) -> None:
     assert any(m.value.startswith("**Step 50**") for m in at.markdown)
     at.button(key="tr:reset").click().run()
     assert any(m.value.startswith("**Step 0**") for m in at.markdown)
-    at.select_slider(key="tr:timeline").set_value(25).run()
+    timeline(at).set_value(25).run()
     assert any(m.value.startswith("**Step 25**") for m in at.markdown)
+
+
+def shown(at: AppTest) -> int:
+    """The step of the snapshot the page shows ("**Step 40**: loss on ...")."""
+    return next(int(m.value.split("**")[1].split()[1]) for m in at.markdown if m.value.startswith("**Step "))
+
+
+def test_the_timeline_as_the_browser_last_drew_it_does_not_pause_a_play(in_thread: training.Service) -> None:
+    """A fragment's timer sends every widget's value each tick, the timeline's as the browser last drew it, also while
+    the run that moved it on is still on its way: that old value is no move of the learner's, and the replay goes on
+    to its end (it used to pause on the earlier snapshot). The learner's own move still pauses it."""
+    at = open_page("watch_it_learn", train_steps="100", train_every="20")
+    at.button(key="tr:play").click().run()
+    wait(in_thread.get(tiny.Settings(steps=100, every=20)))
+    at.button(key="tr:reset").click().run()
+    at.button(key="tr:play").click().run()  # a replay: a snapshot on each run
+    assert at.session_state[training.PLAYING] and shown(at) == 20
+    drawn = next(w for w in at._tree.get_widget_states().widgets if w.id == timeline(at).id)
+    at.run()
+    assert at.session_state[training.PLAYING] and shown(at) == 40
+    states = at._tree.get_widget_states()  # the browser's next tick: the timeline still as it drew it, at 20
+    kept = [w for w in states.widgets if w.id != drawn.id]
+    del states.widgets[:]
+    states.widgets.extend([*kept, drawn])
+    at._run(widget_state=states)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[training.PLAYING] and shown(at) == 60, "the old value paused the play"
+    at.run()
+    timeline(at).set_value(20).run()  # the learner's move
+    assert not at.session_state[training.PLAYING] and shown(at) == 20
+    at.button(key="tr:play").click().run()
+    while at.session_state[training.PLAYING]:
+        at.run()
+    assert shown(at) == 100
 
 
 def test_a_setting_that_cannot_train_is_named(in_thread: training.Service) -> None:
