@@ -67,8 +67,10 @@ def run() -> None:
         st.session_state["al:preloaded"] = True
         with slot:
             assets.HEATMAP(key="al-preload", data=None)
+    import server
     import ui
 
+    server.start()  # once a process: the heaps' trimming and the warm-up of pandas and altair (server/__init__.py)
     slot.empty()
     ui.init_state()
     page.run()
@@ -83,7 +85,10 @@ def warm_up() -> None:
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0005))
     try:
-        import ui  # noqa: F401  (it also starts ui.lazy's warm-up of pandas and altair, after the first page)
+        import server
+        import ui  # noqa: F401
+
+        server.start()  # the heaps' trimming, and pandas and altair warmed once the first page is drawn
     finally:
         sys.setswitchinterval(switch)
 

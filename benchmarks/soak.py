@@ -66,7 +66,7 @@ HEAVIEST: dict[str, dict[str, str]] = {
     "masks": {**HEAVY, "mask": "causal", "dropout": "0.5"},  # six (h, T, T) matrices: the most of any page
     "multi_head": HEAVY,
     "cross_attention": {**HEAVY, "cross_sentence": " ".join(f"k{i}" for i in range(1, 513))},
-    "position": {**HEAVY, "position": "rope"},  # five results at once before ui/budget.py
+    "position": {**HEAVY, "position": "rope"},  # five results at once before server/budget.py
     "compare": {**HEAVY, "b_heads": "16", "b_d_k": "256", "b_d_v": "256"},
     "scaling": {**HEAVY, "nseeds": "64"},
     "pitfalls": HEAVY,

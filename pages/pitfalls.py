@@ -26,7 +26,7 @@ if len(ui.tokens_or_stop()) > MAX_TOKENS:  # a paste over ui.MAX_CHARS is refuse
 config = ui.config_or_stop()
 used = experiments.pitfall_config(config)
 # up to ~120 MB while computed (64 tokens, 16 heads, d 256): admitted against the server's memory budget first
-versions = ui.budget.run_or_stop("The pitfalls", budget.pitfalls_bytes(config), lambda: experiments.pitfalls(config),
+versions = ui.run_or_stop("The pitfalls", budget.pitfalls_bytes(config), lambda: experiments.pitfalls(config),
                                  holder=lambda v: v[0])  # fmt: skip
 correct, mistakes = versions[0], versions[1:]
 tok, keys = ui.labels(used.tokens), ui.labels(used.key_tokens)

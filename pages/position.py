@@ -60,24 +60,22 @@ def last_row(r: Result):
 # Five computations: the sentence, the sentence shuffled, and ALiBi, no position and a learned table (the
 # sentence's own kind is one of them). At 512 tokens, 16 heads and d 256 each Result is ~120 MB: held together
 # they would pass the server's memory. So the others come first, one at a time, each let go of once what is drawn
-# of it (a matrix, a row) is copied out, and the sentence's own Result last (ui/budget.py).
+# of it (a matrix, a row) is copied out, and the sentence's own Result last (server/budget.py).
 perm = permutation.shuffled_order(tokens, seed=shuffles())
 shuffled_tokens = permutation.apply_order(tokens, perm)
-shuffled_context = ui.budget.kept_or_stop(
+shuffled_context = ui.kept_or_stop(
     "The shuffled sentence",
     ui.config_or_stop("The shuffled sentence", sentence=" ".join(shuffled_tokens), **PINNED),
     lambda r: r.context,
 )  # (h, T, d_v)
 if kind != "alibi":
-    alibi_bias, slopes, alibi_row = ui.budget.kept_or_stop(
+    alibi_bias, slopes, alibi_row = ui.kept_or_stop(
         "ALiBi", ui.config_or_stop("ALiBi", position="alibi", **PINNED), alibi_view
     )
 if kind != "none":
-    plain_row = ui.budget.kept_or_stop(
-        "No position", ui.config_or_stop("No position", position="none", **PINNED), last_row
-    )
+    plain_row = ui.kept_or_stop("No position", ui.config_or_stop("No position", position="none", **PINNED), last_row)
 if kind != "learned":
-    table = ui.budget.kept_or_stop(
+    table = ui.kept_or_stop(
         "Learned", ui.config_or_stop("Learned", position="learned", **PINNED), lambda r: r.position.table
     )  # (T, d_model)
 result = ui.result_or_stop(**PINNED)

@@ -1,5 +1,5 @@
 """The memory budget: a run's size known from its Config (attention/budget.py), measured against the real tensors,
-and the server-wide admission (ui/budget.py): bytes held while a Result lives, first come first served, waiting
+and the server-wide admission (server/budget.py): bytes held while a Result lives, first come first served, waiting
 and refusing; the pages that need several results hold one at a time (run here under a budget that fits one).
 """
 
@@ -13,12 +13,13 @@ import charts as chart_reader
 import pytest
 import torch
 
+import server.budget as server_budget
 import ui
 import ui.chat  # noqa: F401  (registers its evictor)
 import ui.model  # noqa: F401  (registers its evictor)
 import ui.training  # noqa: F401  (registers its evictor)
 from attention import Config, budget, compute, experiments
-from ui.budget import ByteBudget, Refused
+from server.budget import ByteBudget, Refused
 
 WORDS = " ".join(f"w{i}" for i in range(1, 161))
 
@@ -204,23 +205,23 @@ def test_a_run_alone_may_come_closer_to_the_limit_than_one_beside_others() -> No
 def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
     limit = tmp_path / "memory.limit_in_bytes"
     limit.write_text("723517440\n")  # 690 MiB
-    assert ui.budget.memory_limit([str(tmp_path / "missing"), str(limit)]) == 723517440
-    assert ui.budget.ceiling_for(723517440) == int(0.8 * 723517440)
-    assert ui.budget.ceiling_for(723517440, "100") == 723517440 - 100 * ui.budget.MB
-    assert ui.budget.ceiling_for(None) is None  # a laptop: the byte budget alone
-    assert ui.budget.ceiling_for(723517440, fraction=ui.budget.ALONE_RESERVE_FRACTION) == int(0.94 * 723517440)
+    assert server_budget.memory_limit([str(tmp_path / "missing"), str(limit)]) == 723517440
+    assert server_budget.ceiling_for(723517440) == int(0.8 * 723517440)
+    assert server_budget.ceiling_for(723517440, "100") == 723517440 - 100 * server_budget.MB
+    assert server_budget.ceiling_for(None) is None  # a laptop: the byte budget alone
+    assert server_budget.ceiling_for(723517440, fraction=server_budget.ALONE_RESERVE_FRACTION) == int(0.94 * 723517440)
     status = tmp_path / "status"
     status.write_text("VmRSS:\t  500000 kB\nRssAnon:\t  300000 kB\nRssFile:\t  200000 kB\n")
-    assert ui.budget.anonymous_bytes(str(status)) == 300000 * 1024
+    assert server_budget.anonymous_bytes(str(status)) == 300000 * 1024
 
 
 def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ui.results, ui.model and ui.chat register their caches (ui.budget.evictor): a toy run short of memory lets
+    """ui.results, ui.model and ui.chat register their caches (server_budget.evictor): a toy run short of memory lets
     go of what the model pages keep, and they of its."""
-    names = {f.__module__ + "." + f.__qualname__ for f in ui.budget.SERVER.evictors}
+    names = {f.__module__ + "." + f.__qualname__ for f in server_budget.SERVER.evictors}
     assert {"ui.model._free_cached", "ui.chat._free_cached", "ui.training._free_cached"} <= names
     fresh = ByteBudget(100)
-    monkeypatch.setattr(ui.budget, "SERVER", fresh)
+    monkeypatch.setattr(server_budget, "SERVER", fresh)
 
     class Kept:
         pass
@@ -229,7 +230,7 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
     assert fresh.try_acquire(80)
     fresh.hold(cache[0], 80)
     fresh.evictors.append(cache.clear)
-    assert ui.budget.admit(50)  # only by the registered evictor
+    assert server_budget.admit(50)  # only by the registered evictor
     assert fresh.used == 50 and cache == []
 
 
@@ -239,9 +240,9 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
     """A fresh server budget of 200 MB and empty result caches, so that the counts below are this test's."""
-    fresh = ByteBudget(200 * ui.budget.MB)
-    fresh.evictors = list(ui.budget.SERVER.evictors)
-    monkeypatch.setattr(ui.budget, "SERVER", fresh)
+    fresh = ByteBudget(200 * server_budget.MB)
+    fresh.evictors = list(server_budget.SERVER.evictors)
+    monkeypatch.setattr(server_budget, "SERVER", fresh)
     ui.results._cached_large.clear()
     gc.collect()
     yield fresh
@@ -265,7 +266,7 @@ def test_a_large_result_holds_its_bytes_while_anything_holds_it(server: ByteBudg
 
 
 def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: ByteBudget, monkeypatch) -> None:
-    monkeypatch.setattr(ui.budget, "WAIT_S", 0.3)
+    monkeypatch.setattr(server_budget, "WAIT_S", 0.3)
     assert server.try_acquire(server.capacity - 10**6)  # another visitor's run holds all but 1 MB
     with pytest.raises(Refused, match="try again in a moment, or a smaller size"):
         ui.compute(Config(sentence=WORDS, heads=4, seed=8))
@@ -273,7 +274,7 @@ def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: Byte
 
 
 def test_a_run_larger_than_the_budget_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ui.budget, "SERVER", ByteBudget(10**6))
+    monkeypatch.setattr(server_budget, "SERVER", ByteBudget(10**6))
     with pytest.raises(Refused, match="more than the 1 MB this server gives"):
         ui.compute(Config(sentence=WORDS, heads=4, seed=9))
 
@@ -282,11 +283,11 @@ def test_a_waiting_run_takes_the_result_another_session_made(server: ByteBudget)
     config = Config(sentence=WORDS, heads=4, seed=10)
     assert server.try_acquire(server.capacity)  # full: the run below waits
     got: list = []
-    waiter = threading.Thread(target=lambda: got.append(ui.budget.compute(config, ui.results._cached_large)))
+    waiter = threading.Thread(target=lambda: got.append(server_budget.compute(config, ui.results._cached_large)))
     waiter.start()
     time.sleep(0.3)
     made = compute(config)
-    ui.budget._LIVE[repr(config)] = made  # as if another session's run had just made it
+    server_budget._LIVE[repr(config)] = made  # as if another session's run had just made it
     waiter.join(5)
     assert got == [made]
     server.release(server.capacity)
@@ -304,7 +305,7 @@ def one_result_budget(*configs: Config) -> ByteBudget:
     smallest = min(budget.result_bytes(c) for c in configs)
     assert need < 2 * smallest  # so the budget below cannot hold two Results
     one = ByteBudget(need + smallest // 2)
-    one.evictors = list(ui.budget.SERVER.evictors)  # the caches let go of their Results when a run needs the room
+    one.evictors = list(server_budget.SERVER.evictors)  # the caches let go of their Results when a run needs the room
     return one
 
 
@@ -319,8 +320,8 @@ def one_result_budget(*configs: Config) -> ByteBudget:
 def test_pages_that_draw_several_results_hold_one_at_a_time(page, params, variants, monkeypatch, server) -> None:
     base = Config(sentence=WORDS, heads=4, d_model=64, d_k=64, d_v=64)
     one = one_result_budget(*(base.replace(**v) for v in variants))
-    monkeypatch.setattr(ui.budget, "SERVER", one)
-    monkeypatch.setattr(ui.budget, "WAIT_S", 3.0)  # a page that needed two at once would be refused
+    monkeypatch.setattr(server_budget, "SERVER", one)
+    monkeypatch.setattr(server_budget, "WAIT_S", 3.0)  # a page that needed two at once would be refused
     at = chart_reader.open_page(page, **PAGE_SIZES, **params)
     assert not at.error, [e.value for e in at.error]
     assert one.peak <= one.capacity and one.peak > budget.result_bytes(base)  # large results were admitted
@@ -328,7 +329,7 @@ def test_pages_that_draw_several_results_hold_one_at_a_time(page, params, varian
 
 
 def test_a_page_refused_by_the_budget_says_why_and_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ui.budget, "SERVER", ByteBudget(10**6))
+    monkeypatch.setattr(server_budget, "SERVER", ByteBudget(10**6))
     at = chart_reader.open_page("position", sentence=WORDS, heads="4", d_model="64", d_k="64", d_v="64")
     errors = [e.value for e in at.error]
     assert errors and "more than the 1 MB this server gives" in errors[0] and "fewer tokens" in errors[0]
@@ -339,15 +340,15 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
     for one Result: each waits its turn and none is refused (a waiter that let go of the cache only once waited
     out WAIT_S while another run's result went back into the cache)."""
     base = Config(sentence=WORDS, heads=4, d_model=64, d_k=64, d_v=64, position="rope")
-    monkeypatch.setattr(ui.budget, "SERVER", one_result_budget(base, base.replace(position="alibi")))
-    monkeypatch.setattr(ui.budget, "WAIT_S", 20.0)
+    monkeypatch.setattr(server_budget, "SERVER", one_result_budget(base, base.replace(position="alibi")))
+    monkeypatch.setattr(server_budget, "WAIT_S", 20.0)
     ui.results._cached_large.clear()
     errors: list[BaseException] = []
 
     def position() -> None:
         try:
             for p in ("none", "alibi", "learned"):
-                ui.budget.kept(base.replace(position=p, seed=5), lambda r: r.weights[0, -1])
+                ui.results.kept(base.replace(position=p, seed=5), lambda r: r.weights[0, -1])
             held = ui.compute(base.replace(seed=5))
             time.sleep(0.3)
             del held
@@ -357,7 +358,7 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
     def compare() -> None:
         try:
             for seed in (6, 7):
-                ui.budget.kept(base.replace(seed=seed), lambda r: budget.one_head(r, 0))
+                ui.results.kept(base.replace(seed=seed), lambda r: budget.one_head(r, 0))
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -369,13 +370,15 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
     assert not any(t.is_alive() for t in threads) and errors == []
     ui.results._cached_large.clear()
     gc.collect()
-    assert ui.budget.SERVER.used == 0
+    assert server_budget.SERVER.used == 0
 
 
 def test_the_pitfalls_fit_their_estimate_and_hold_what_they_keep(server: ByteBudget) -> None:
     config = Config(sentence=words(64), heads=4, d_model=64, d_k=64, d_v=64, mask="causal")
     need = budget.pitfalls_bytes(config)
-    versions = ui.budget.run_or_stop("The pitfalls", need, lambda: experiments.pitfalls(config), holder=lambda v: v[0])
+    versions = ui.results.run_or_stop(
+        "The pitfalls", need, lambda: experiments.pitfalls(config), holder=lambda v: v[0]
+    )
     kept = budget.held_bytes(versions)
     assert 0 < kept <= need and server.peak == need and server.used == kept
     del versions
@@ -405,4 +408,4 @@ def test_every_setting_the_controls_allow_fits_the_budget_alone() -> None:
         for p in ("none", "rope", "alibi", "learned", "sinusoidal")
         for cross in (None, text)
     )
-    assert 150e6 < largest <= ui.budget.BUDGET_MB * ui.budget.MB, largest / 1e6
+    assert 150e6 < largest <= server_budget.BUDGET_MB * server_budget.MB, largest / 1e6

@@ -3,8 +3,8 @@ under a memory limit (the hosted copy's 690 MB) trains in its own process, one r
 
 from __future__ import annotations
 
-import ui.budget as budget
-import ui.training as training
+import server.budget as budget
+import server.training as training
 
 
 def test_memory_limit_reads_the_first_file_that_sets_one(tmp_path):

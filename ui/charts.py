@@ -15,11 +15,11 @@ import streamlit as st
 import torch
 
 from attention import experiments
+from server.warmup import lazy
 
-from .lazy import lazy
 from .state import url_before_figure
 
-alt = lazy("altair")  # imported at first use: the first page draws no Vega chart (ui/lazy.py)
+alt = lazy("altair")  # imported at first use: the first page draws no Vega chart (server/warmup.py)
 pd = lazy("pandas")
 
 

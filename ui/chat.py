@@ -20,11 +20,11 @@ import torch
 
 from attention import Result
 from attention.models import smollm2 as S
+from server import budget
+from server.warmup import lazy
 
-from . import budget
 from .charts import chart
-from .lazy import lazy
-from .results import check_length
+from .results import check_length, or_stop
 from .state import finish, get, put
 
 pd = lazy("pandas")
@@ -43,7 +43,7 @@ def p(name: str):
 # ------------------------------------------------------------------------------------------ runs, cached
 
 
-# Every forward is admitted against the server's memory budget (ui/budget.py) for its peak (`smollm2.run_bytes`)
+# Every forward is admitted against the server's memory budget (server/budget.py) for its peak (`smollm2.run_bytes`)
 # before it runs, and what the caches keep holds its bytes there: a chat visitor waits, as a large toy run does,
 # rather than pass the server's memory limit.
 @st.cache_resource(max_entries=PROMPT_RUNS, ttl=3600, show_spinner=False)
@@ -55,7 +55,7 @@ def _prompt_run(ids: tuple[int, ...]) -> S.Run:
 def ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> torch.Tensor:
     """The last token's logits with the heads `off` switched off: (V,) (the page stopped with a message when the
     server's memory cannot take the run now)."""
-    with budget.or_stop("The model with those heads switched off"):
+    with or_stop("The model with those heads switched off"):
         return _ablated_logits(ids, off)
 
 
@@ -124,7 +124,7 @@ def prompt_or_stop(model: S.Model, text: str) -> S.Prompt:
 def run(ids: tuple[int, ...]) -> S.Run:
     """The prompt's run (shared, kept); a run the server's memory cannot take now is explained and the page
     stopped."""
-    with budget.or_stop("The chat model"):
+    with or_stop("The chat model"):
         return _prompt_run(ids)
 
 
@@ -139,7 +139,7 @@ def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> S
     """The prompt's generation at these settings with at least n tokens: each token not generated yet costs one
     model step (admitted against the server's budget, its growth held there while the generation lives), one
     already generated none. The page stopped with a message when the server's memory cannot take a step now."""
-    with budget.or_stop("The next generated token"):
+    with or_stop("The next generated token"):
         generation, lock = _generation(ids, temperature, top_k)
     if len(generation) >= n:
         return generation
@@ -149,7 +149,7 @@ def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> S
         many = st.spinner(f"Generating {missing} tokens, one model step each…", show_time=True)
         with many if missing > 1 else contextlib.nullcontext():
             while len(generation) < n:
-                with budget.or_stop("The next generated token"):
+                with or_stop("The next generated token"):
                     budget.admitted(
                         S.generation_step_bytes(model, generation),
                         lambda: S.generate_next(model, generation),

@@ -16,13 +16,13 @@ import torch
 from assets import STEP_KEYS
 from attention import Config, Result
 from attention.weights import vocabulary
+from server.warmup import lazy
 
 from .heatmaps import heatmap, ignore_event
-from .lazy import lazy
 from .markup import explain, labels, plain
 from .state import STAGES, get, put
 
-pd = lazy("pandas")  # imported at first use, after the first page's heatmaps (ui/lazy.py)
+pd = lazy("pandas")  # imported at first use, after the first page's heatmaps (server/warmup.py)
 
 
 def _num(x: float) -> str:

@@ -21,8 +21,8 @@ import torch
 
 from attention import Result
 from attention.flash import Tiled, blocks, tiled_attention
+from server import budget
 
-from . import budget
 from .charts import chart
 from .state import get, put
 

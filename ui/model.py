@@ -22,8 +22,8 @@ import torch
 
 from attention import Result, pretrained
 from attention import budget as sizes
+from server import budget
 
-from . import budget
 from .heatmaps import heatmap
 from .markup import labels
 from .state import finish, get, put
@@ -32,7 +32,7 @@ from .state import finish, get, put
 # head scores (and every weight up to MODEL_VIEW_MAX tokens), 0.25 MB at 16 tokens, 11 MB at 512; every head's
 # matrices are computed from it. One Reading per sentence is made at a time across the server, shared by every
 # session that asks for it while it is made or kept: the last CACHE_BYTES of them stay for the next visitor.
-# Making one is admitted against the server's budget (ui.budget), its bytes held there while anything holds it.
+# Making one is admitted against the server's budget (server.budget), its bytes held there while anything holds it.
 CACHE_BYTES = 48 * budget.MB
 HEAD_CACHE_BYTES = 24 * budget.MB  # the heads' Results (7 MB at 512 tokens), most recent first
 # The heatmap component draws at least 120 px wide (wider overlaps its neighbour): four a row fit the main
@@ -147,7 +147,7 @@ def _read(sentence: str) -> pretrained.Reading:
 def run(sentence: str) -> tuple[pretrained.Model, pretrained.Reading]:
     """The model (read once per process) and its Reading of the sentence: made once across the server while
     sessions ask for it at the same time, then kept for the next; errors as in `pretrained.read`, and
-    `ui.budget.Refused` when the server's memory is taken for longer than it waits."""
+    `server.budget.Refused` when the server's memory is taken for longer than it waits."""
     model = pretrained.load()
     waiting = "Another visitor's run of the model on this sentence is under way: sharing it"
     return model, READINGS.get(sentence, lambda: _read(sentence), waiting)

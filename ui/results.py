@@ -7,16 +7,19 @@ that cannot be computed and stop the page. No drawing, no math: `attention.compu
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import streamlit as st
 
 from attention import Config, Result, experiments
+from attention import budget as sizes
 from attention import compute as _compute_uncached
 from attention.budget import result_bytes
 from attention.config import SETTINGS, tokenize
+from server import budget
 
-from . import budget
 from .state import MAX_CHARS, PARAMS, SPLIT_DERIVED, finish, get
 from .widgets import custom_mask
 
@@ -27,6 +30,7 @@ def check_length(text: str, what: str = "the sentence") -> None:
         raise ValueError(f"{what} is {len(text):,} characters long; paste at most {MAX_CHARS:,}")
 
 
+T = TypeVar("T")
 _CAST = {"int": int, "float": float, "bool": bool, "choice": str}
 # Settings a page passes itself (`result_or_stop(kv_heads=...)`), read nowhere else: a key/value sentence would
 # turn every page into cross-attention, and key/value heads set on the grouped-query page would not divide the
@@ -63,7 +67,7 @@ def config_from_state(**overrides: Any) -> Config:
 # entries. Community Cloud gives the whole app 690 MB; the server holds ~385 MB once torch, pandas and
 # Streamlit are imported. So: 64 results of up to 512 KiB (the common sizes: up to ~150 tokens at one head),
 # 32 MiB at most, and one larger result (up to ~150 MB at 512 tokens, 16 heads, d = 256). Every larger result
-# is admitted against the server's one memory budget (ui/budget.py) before it is computed, and holds its bytes
+# is admitted against the server's one memory budget (server/budget.py) before it is computed, and holds its bytes
 # of it for as long as anything (the cache, a page's run) holds the Result: so what all the visitors' runs
 # hold at once is bounded, not only what the cache keeps.
 SMALL_RESULT_BYTES = 512 << 10
@@ -130,3 +134,49 @@ def scaling_sweep(
 ) -> experiments.ScalingSweep:
     """`experiments.scaling_sweep` (default d_k = 1..512) for n_seeds seeds from first_seed, cached; read only."""
     return experiments.scaling_sweep(d_ks, seeds=range(first_seed, first_seed + n_seeds), tokens=tokens)
+
+
+def kept(config: Config, pick: Callable[[Result], T]) -> T:
+    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.budget.keep`),
+    with the Result let go of before this returns: a page that needs several results holds one at a time and
+    keeps only what it draws. Raises Refused (a ValueError) as `compute` does."""
+    result = compute(config)
+    picked = sizes.keep(pick(result))
+    del result
+    return picked
+
+
+def kept_or_stop(what: str, config: Config, pick: Callable[[Result], T]) -> T:
+    """`kept`, with a run the budget refuses explained (naming `what`) and the page stopped, as the `*_or_stop`
+    helpers here do."""
+    try:
+        return kept(config, pick)
+    except ValueError as exc:
+        st.error(f"{what} cannot be computed: {exc}")
+        finish()
+        st.stop()
+
+
+@contextmanager
+def or_stop(what: str) -> Iterator[None]:
+    """Inside it, a run the budget refuses is explained (naming `what`) and the page stopped."""
+    try:
+        yield
+    except budget.Refused as exc:
+        st.error(f"{what} cannot run now: {exc}")
+        finish()
+        st.stop()
+
+
+def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[[T], Any] = lambda v: v) -> T:
+    """make(), admitted against the server's budget for nbytes (its peak, from `attention.budget`), for a page
+    computation that is not one Result (the pitfalls). Once it returns, what it returns keeps its own bytes
+    (`attention.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
+    run, is gone. A refusal is explained (naming `what`) and the page stopped."""
+    try:
+        budget.admit(nbytes)
+    except ValueError as exc:
+        st.error(f"{what} cannot be computed: {exc}")
+        finish()
+        st.stop()
+    return budget.admitted(nbytes, make, holder=holder, admitted_already=True)

@@ -20,8 +20,8 @@ import streamlit as st
 
 from attention import masks
 from attention.config import SETTINGS
+from server.warmup import lazy
 
-from .lazy import lazy
 from .markup import labels, plain
 from .state import (
     B_SIDE,
@@ -36,7 +36,7 @@ from .state import (
     read_own_names,
 )
 
-pd = lazy("pandas")  # imported at first use: the mask editor's table (ui/lazy.py)
+pd = lazy("pandas")  # imported at first use: the mask editor's table (server/warmup.py)
 
 
 def _copy(name: str) -> None:

@@ -124,7 +124,7 @@ def test_the_page_loads_with_every_non_loopback_connection_refused(monkeypatch) 
 
 
 def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeypatch) -> None:
-    from ui import budget
+    from server import budget
 
     at = page(chat_generate="19", chat_induction="false")
     calls = []
@@ -169,7 +169,8 @@ def test_link_warnings_name_this_pages_own_ranges() -> None:
 
 
 def test_a_memory_refusal_in_the_head_view_is_said_in_plain_words(monkeypatch) -> None:
-    from ui import budget, chat
+    from server import budget
+    from ui import chat
 
     def refused(*args, **kwargs):
         raise budget.Refused("the server's memory is taken by other visitors' large runs")

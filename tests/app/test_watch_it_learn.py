@@ -19,6 +19,7 @@ from charts import _walk, heatmaps, open_page
 from streamlit.testing.v1 import AppTest
 
 from attention.models import tiny
+from server import training as pool
 from ui import training
 
 SMALL = {"train_steps": "50", "train_every": "25"}
@@ -29,7 +30,7 @@ def timeline(at: AppTest) -> Any:
     return next(s for s in at.select_slider if s.label.startswith("Timeline"))
 
 
-def wait(job: training.Job, timeout: float = 120.0) -> None:
+def wait(job: pool.Job, timeout: float = 120.0) -> None:
     end = time.monotonic() + timeout
     while not job.finished_training:
         assert time.monotonic() < end, f"{job.status} at step {job.step}"
@@ -37,9 +38,9 @@ def wait(job: training.Job, timeout: float = 120.0) -> None:
 
 
 @pytest.fixture
-def in_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[training.Service]:
+def in_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[pool.Service]:
     """The page's service, training in its driver threads (no worker processes to start in a test)."""
-    service = training.Service(processes=False)
+    service = pool.Service(processes=False)
     monkeypatch.setattr(training, "service", lambda: service)
     yield service
     service.shutdown()
@@ -55,7 +56,7 @@ def curves(at: AppTest) -> dict[str, int]:
     return out
 
 
-def test_the_curves_are_drawn_empty_before_play(in_thread: training.Service) -> None:
+def test_the_curves_are_drawn_empty_before_play(in_thread: pool.Service) -> None:
     """Before Play the charts stand empty (the browser loads Vega's code while the visitor reads); Play fills them."""
     at = open_page("watch_it_learn", **SMALL)
     assert curves(at) == {"Loss": 0, "Previous-token score": 0, "Induction score": 0}
@@ -67,7 +68,7 @@ def test_the_curves_are_drawn_empty_before_play(in_thread: training.Service) -> 
     assert curves(at).items() >= {"Loss": 6, "Previous-token score": 12, "Induction score": 12}.items()
 
 
-def test_play_trains_and_the_page_draws_every_snapshot(in_thread: training.Service) -> None:
+def test_play_trains_and_the_page_draws_every_snapshot(in_thread: pool.Service) -> None:
     at = open_page("watch_it_learn", **SMALL)
     assert any("Press **Play**" in i.value for i in at.info)
     at.button(key="tr:play").click().run()
@@ -95,7 +96,7 @@ def test_play_trains_and_the_page_draws_every_snapshot(in_thread: training.Servi
     assert [m.label for m in at.metric][:2] == ["Loss on the repeated half", "Right"]
 
 
-def test_step_and_reset_move_the_timeline(in_thread: training.Service) -> None:
+def test_step_and_reset_move_the_timeline(in_thread: pool.Service) -> None:
     at = open_page("watch_it_learn", **SMALL)
     at.button(key="tr:step").click().run()
     wait(in_thread.get(tiny.Settings(steps=50, every=25)))
@@ -114,7 +115,7 @@ def shown(at: AppTest) -> int:
     return next(int(m.value.split("**")[1].split()[1]) for m in at.markdown if m.value.startswith("**Step "))
 
 
-def test_the_timeline_as_the_browser_last_drew_it_does_not_pause_a_play(in_thread: training.Service) -> None:
+def test_the_timeline_as_the_browser_last_drew_it_does_not_pause_a_play(in_thread: pool.Service) -> None:
     """A fragment's timer sends every widget's value each tick, the timeline's as the browser last drew it, also while
     the run that moved it on is still on its way: that old value is no move of the learner's, and the replay goes on
     to its end (it used to pause on the earlier snapshot). The learner's own move still pauses it."""
@@ -143,7 +144,7 @@ def test_the_timeline_as_the_browser_last_drew_it_does_not_pause_a_play(in_threa
     assert shown(at) == 100
 
 
-def test_a_setting_that_cannot_train_is_named(in_thread: training.Service) -> None:
+def test_a_setting_that_cannot_train_is_named(in_thread: pool.Service) -> None:
     at = open_page("watch_it_learn", train_d_model="30", train_heads="4")
     assert [e.value for e in at.error] == [
         "This setting cannot be trained: d_model=30 must divide into heads=4 equal heads: pick a d_model that 4 "
@@ -151,9 +152,9 @@ def test_a_setting_that_cannot_train_is_named(in_thread: training.Service) -> No
     ]
 
 
-def test_thirty_visitors_on_one_setting_cost_one_training(in_thread: training.Service) -> None:
+def test_thirty_visitors_on_one_setting_cost_one_training(in_thread: pool.Service) -> None:
     settings = tiny.Settings(steps=20, every=10)
-    jobs: list[training.Job] = []
+    jobs: list[pool.Job] = []
     threads = [threading.Thread(target=lambda: jobs.append(in_thread.start(settings))) for _ in range(30)]
     for t in threads:
         t.start()
@@ -175,7 +176,7 @@ def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.Monkey
         return real(*args)
 
     monkeypatch.setattr(tiny, "advance", held)
-    service = training.Service(processes=False)
+    service = pool.Service(processes=False)
     try:
         first = service.start(tiny.Settings(steps=10, every=10))
         second = service.start(tiny.Settings(steps=10, every=10, seed=1))
@@ -193,7 +194,7 @@ def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.Monkey
 
 
 def test_worker_processes_train_the_same_numbers_at_low_priority_and_end_when_idle() -> None:
-    service = training.Service(workers=1, idle_s=2.0)
+    service = pool.Service(workers=1, idle_s=2.0)
     try:
         assert service._get_pool().submit(os.nice, 0).result(timeout=300) == 19  # the pages' processes come first
         # it trained its warm-up steps with tiny.AdamW: torch._dynamo (70 MB, which torch's own optimizers import) never
@@ -211,7 +212,7 @@ def test_worker_processes_train_the_same_numbers_at_low_priority_and_end_when_id
         service.shutdown()
 
 
-def test_a_link_opens_its_setting_and_the_page_writes_it_back(in_thread: training.Service) -> None:
+def test_a_link_opens_its_setting_and_the_page_writes_it_back(in_thread: pool.Service) -> None:
     at = open_page("watch_it_learn", train_layers="1", train_seed="3", **SMALL)
     at.button(key="tr:play").click().run()
     job = in_thread.get(tiny.Settings(layers=1, seed=3, steps=50, every=25))
@@ -223,7 +224,7 @@ def test_a_link_opens_its_setting_and_the_page_writes_it_back(in_thread: trainin
 
 
 def test_a_nan_loss_stops_the_run_and_the_page_says_so(
-    in_thread: training.Service, monkeypatch: pytest.MonkeyPatch
+    in_thread: pool.Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = tiny.losses
     monkeypatch.setattr(tiny, "losses", lambda f, s: (real(f, s)[0] * float("nan"), real(f, s)[1]))
@@ -271,7 +272,7 @@ def _run(settings: tiny.Settings, *snapshots: tuple[int, float, list[list[float]
 
 @pytest.mark.parametrize("layers", [1, 2, 3])
 def test_the_page_names_the_layers_as_set_and_one_layer_says_no_head_forms(
-    in_thread: training.Service, layers: int
+    in_thread: pool.Service, layers: int
 ) -> None:
     at = open_page("watch_it_learn", train_layers=str(layers), **SMALL)
     said = [c.value for c in at.main.caption]

@@ -129,6 +129,7 @@ def test_the_app_never_seeds_or_draws_from_torchs_global_rng(monkeypatch) -> Non
 
 SHARED = [
     *sorted((ROOT / "ui").glob("*.py")),
+    *sorted((ROOT / "server").glob("*.py")),
     *sorted((ROOT / "attention").glob("*.py")),
 ]  # imported once, shared by every session
 SCRIPTS = [ROOT / "dashboard.py", *sorted((ROOT / "pages").glob("*.py"))]  # run afresh for every session

@@ -21,7 +21,7 @@ import ui
 from attention import Config
 
 ROOT = Path(__file__).resolve().parents[2]
-# The pages that held several results at once before ui/budget.py (Position five, Compare two), and the page with
+# The pages that held several results at once before server/budget.py (Position five, Compare two), and the page with
 # the most matrices in one result (Masks with dropout: six), all three at once.
 PAGES = ("position", "compare", "masks")
 

@@ -1,9 +1,9 @@
-"""One memory budget for the whole server: every large computation is admitted against it before it starts.
+"""One memory budget for the whole server process: every large computation is admitted against it before it starts.
 
 What belongs here: the server-wide byte budget (`SERVER`), admitting a large Result against it (`compute`, which
-`ui.results.compute` calls for every result over the small cache's bound), and `kept`, for a page that needs
-several results: each is computed, what the page draws is copied out, and the Result is let go of before the
-next. Sizes come from `attention.budget`, from the Config alone, before anything is computed.
+`ui.results.compute` calls for every result over the small cache's bound), and holding a value's bytes while it
+lives (`admitted`). Pages stop on a refusal through `ui.results` (`or_stop`, `kept_or_stop`, `run_or_stop`): this
+module draws nothing. Sizes come from `attention.budget`, from the Config alone, before anything is computed.
 
 Every visitor shares one process (Community Cloud gives the whole app 690 MB), so what the visitors' runs hold
 at once is bounded here, not per session. A large Result holds its bytes of the budget from the moment it is
@@ -35,8 +35,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import streamlit as st
@@ -329,60 +328,6 @@ def compute(config: Config, cached: Callable[[Config, str], Result]) -> Result:
             SERVER.hold(result, sizes.result_bytes(config))
             _LIVE[key] = result
     return result
-
-
-def kept(config: Config, pick: Callable[[Result], T]) -> T:
-    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.budget.keep`),
-    with the Result let go of before this returns: a page that needs several results holds one at a time and
-    keeps only what it draws. Raises Refused (a ValueError) as `compute` does."""
-    from .results import compute as result_of  # ui.results imports this module
-
-    result = result_of(config)
-    picked = sizes.keep(pick(result))
-    del result
-    return picked
-
-
-def kept_or_stop(what: str, config: Config, pick: Callable[[Result], T]) -> T:
-    """`kept`, with a run the budget refuses explained (naming `what`) and the page stopped, as the `*_or_stop`
-    helpers of ui/results.py do."""
-    from .state import finish
-
-    try:
-        return kept(config, pick)
-    except ValueError as exc:
-        st.error(f"{what} cannot be computed: {exc}")
-        finish()
-        st.stop()
-
-
-@contextmanager
-def or_stop(what: str) -> Iterator[None]:
-    """Inside it, a run the budget refuses is explained (naming `what`) and the page stopped."""
-    from .state import finish
-
-    try:
-        yield
-    except Refused as exc:
-        st.error(f"{what} cannot run now: {exc}")
-        finish()
-        st.stop()
-
-
-def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[[T], Any] = lambda v: v) -> T:
-    """make(), admitted against the server's budget for nbytes (its peak, from `attention.budget`), for a page
-    computation that is not one Result (the pitfalls). Once it returns, what it returns keeps its own bytes
-    (`attention.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
-    run, is gone. A refusal is explained (naming `what`) and the page stopped."""
-    from .state import finish
-
-    try:
-        admit(nbytes)
-    except ValueError as exc:
-        st.error(f"{what} cannot be computed: {exc}")
-        finish()
-        st.stop()
-    return admitted(nbytes, make, holder=holder, admitted_already=True)
 
 
 def admitted(

@@ -1,0 +1,67 @@
+"""What the whole server process shares, apart from what any page draws: every visitor's session runs in one
+process (Community Cloud gives the whole app 690 MB), so these are process-wide, bounded, and started once.
+
+    server/budget.py    one memory budget: every large run is admitted against it (and the process's cgroup
+                        limit) before it starts; the caches that keep big things register an evictor
+    server/warmup.py    heavy modules imported at first use, and warmed in a background thread
+    server/training.py  Watch it learn's training pool: runs trained in worker processes or threads, queued, kept
+
+`start()` starts the process's background work (heap trimming, the warm-up); dashboard.py calls it once the
+packages are imported. Importing `server` (or `ui`) starts nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import gc
+import threading
+import time
+
+from . import budget, warmup
+
+
+def _return_freed_memory() -> None:
+    """Have glibc serve every allocation of 1 MiB or more from its own mapping, handed back when freed.
+
+    By default glibc raises that threshold to the size of the last large block freed (up to 32 MiB), after
+    which blocks of 1 to 32 MiB (a 512-token result is tensors of 1 to 17 MiB) come from heaps that keep them
+    once freed: the server grew by about a freed result per large computation, and its peak in
+    benchmarks/soak.py went from 544 MB to 729 MB. Elsewhere (macOS, musl) this does nothing.
+    """
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD; setting it ends glibc's adjusting
+    except (OSError, AttributeError):
+        pass
+
+
+def _trim_heaps(every_s: float = 5.0) -> None:
+    """Hand the heaps' freed pages back to the system every few seconds, in a daemon thread.
+
+    Blocks under 1 MiB (a 180-token model run is hundreds of 0.3 MB tensors) come from glibc's heaps, which keep
+    the pages once freed: after ten visitors with sentences of their own, about 40 MB freed by expired sessions
+    and evicted cache entries stayed resident. malloc_trim(0) gives back every whole free page of every heap (a
+    few ms at most, usually 0.02 ms): benchmarks/mem_real_model.py peaked at 658 MB instead of 683-694 MB.
+    """
+
+    def loop() -> None:
+        while True:
+            time.sleep(every_s)
+            budget.trim_heaps()
+
+    threading.Thread(target=loop, name="malloc-trim", daemon=True).start()
+
+
+@functools.cache  # once a process: the warm-up thread and the first script run may both call it
+def start() -> None:
+    """The process's background work, once: large blocks handed back when freed, the heaps trimmed every few
+    seconds, what the imports built frozen out of the garbage collector, and pandas/altair warmed after the first
+    page (server/warmup.py)."""
+    _return_freed_memory()
+    _trim_heaps()
+    # Streamlit runs gc.collect(2) after every script run (runner.postScriptGC). With torch, pandas and Altair
+    # loaded that walks some 250,000 long-lived objects, ~150 ms holding the GIL, once per rerun of every session:
+    # most of the server's CPU under load. Freezing what the imports built takes it out of every collection;
+    # what the runs allocate is still collected.
+    gc.freeze()
+    warmup.warm_after(threading.current_thread())
