@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import torch
-from charts import _walk, heatmaps, open_page
 from streamlit.testing.v1 import AppTest
+from support.charts import _walk, heatmaps, open_page
 
 from attention.models import tiny
 from ui import training

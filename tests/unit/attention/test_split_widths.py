@@ -10,7 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import matrix
+from support.strategies import matrix
 
 from attention import Config, cli, compute
 

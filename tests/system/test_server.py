@@ -16,8 +16,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import live_server
 import pytest
+from support import live_server
 
 import dashboard
 import ui

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text()
 SCRIPT = (ROOT / "scripts" / "lab.py").read_text()
 LOCK = tomllib.loads((ROOT / "uv.lock").read_text())

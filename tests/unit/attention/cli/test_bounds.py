@@ -18,7 +18,7 @@ import pytest
 
 from attention import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 CGROUP = Path("/sys/fs/cgroup/memory")
 LIMIT = 1 << 30  # 1 GiB
 WORDS = " ".join(f"w{i}" for i in range(512))

@@ -14,7 +14,7 @@ import torch
 from attention import pretrained
 from attention.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 SENTENCE = "The animal didn't cross the street because it was too tired."
 
 

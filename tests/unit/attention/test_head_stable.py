@@ -2,7 +2,7 @@
 
 Issue 23: Compare A/B's "1 head vs 4" changed head 1's weights only because of the order random numbers were drawn
 in. With `draws="stable"` every column of every head's matrix has a generator of its own; the tutorials' order
-(`draws="tutorial"`, the package's default) keeps their printed numbers (tests/test_presets.py).
+(`draws="tutorial"`, the package's default) keeps their printed numbers (tests/unit/attention/test_presets.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 from hypothesis import given, settings
-from strategies import configs
+from support.strategies import configs
 from test_export import assert_reproduces, exec_script
 
 from attention import Config, compute

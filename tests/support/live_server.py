@@ -9,7 +9,7 @@ Playwright cannot download its own browsers here, so the system Chromium is used
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
 import signal
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = "127.0.0.1"
 HEALTH_TIMEOUT_S = 90
 
@@ -280,9 +280,5 @@ def wait_for(what: str, check, timeout: float) -> float:
 
 
 def benchmark(name: str):
-    """benchmarks/<name>.py imported as a module (the load test's and soak's clients, for the reliability tests)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks/<name>.py as a module of the benchmarks package (the load test's and soak's clients)."""
+    return importlib.import_module(f"benchmarks.{name}")

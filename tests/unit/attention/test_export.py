@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 from hypothesis import given, settings
-from strategies import configs
+from support.strategies import configs
 
 from attention import Config, compute, masks, presets
 from attention.export import labels, matrix_csv, safe_cell, script, to_dict, to_json

@@ -11,7 +11,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import configs, matrix
+from support.strategies import configs, matrix
 from test_export import assert_reproduces, exec_script
 
 from attention import Config

@@ -24,10 +24,10 @@ import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
-import live_server
 import psutil
 import pytest
 import websocket
+from support import live_server
 
 import ui
 

@@ -13,7 +13,7 @@ import torch
 from attention import cli
 from attention.models import tiny
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 ARGS = ["--train", "induction", "--layers", "2", "--heads", "2", "--steps", "40", "--every", "20", "--seed", "0"]
 
 

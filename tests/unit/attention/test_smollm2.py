@@ -19,7 +19,7 @@ from attention import compute, interpret, position
 from attention.models import package
 from attention.models import smollm2 as S
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PROMPTS = (
     S.DEFAULT_PROMPT,
     "The capital of France is",

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
-from strategies import configs
+from support.strategies import configs
 
 from attention import Config, compute, masks
 from attention.decoding import DecodeStep, allowed_keys, decode, decode_result, decode_step

@@ -28,7 +28,7 @@ from attention.config import SETTINGS
 from ui.results import PAGE_ONLY
 from ui.state import B_SIDE, PARAMS
 
-PAGES = Path(__file__).resolve().parents[1] / "pages"
+PAGES = Path(__file__).resolve().parents[3] / "pages"
 LOW, HIGH = 0.5, 0.95  # mean row entropy / its maximum: above one-hot, below flat (see the docstring)
 # 150 words, no two sentences alike: a paste a learner might try
 PARAGRAPH = (

@@ -21,7 +21,7 @@ import torch
 from attention import compute, interpret
 from attention import pretrained as P
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SENTENCES = (
     P.DEFAULT_SENTENCE,
     "Tokenization splits unbelievably long words into pieces 🤗",

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from attention import Config, cli, compute, export, presets
 from attention.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def run(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:

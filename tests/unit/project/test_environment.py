@@ -1,6 +1,6 @@
 """The installed environment is the one uv.lock promises: torch 2.13.0's CPU build, no CUDA wheels, the locked
 versions, and the Streamlit settings that keep tracebacks and usage statistics away from users. (What the lock
-itself holds is tests/test_lock.py's.)"""
+itself holds is tests/unit/project/test_lock.py's.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_no_nvidia_distribution_is_installed():

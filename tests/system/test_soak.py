@@ -14,8 +14,8 @@ import urllib.parse
 import weakref
 from pathlib import Path
 
-import live_server
 import pytest
+from support import live_server
 
 import ui
 from attention import Config

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
-from strategies import configs
+from support.strategies import configs
 
 from attention import Config, Result, compute
 from attention.config import MASKS

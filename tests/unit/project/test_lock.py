@@ -24,7 +24,7 @@ from packaging.markers import Marker
 from packaging.tags import compatible_tags, cpython_tags, mac_platforms
 from packaging.utils import parse_wheel_filename
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 LOCK = tomllib.loads((ROOT / "uv.lock").read_text())
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"

@@ -9,9 +9,9 @@ import gc
 import threading
 import time
 
-import charts as chart_reader
 import pytest
 import torch
+from support import charts as chart_reader
 
 import ui
 import ui.chat  # noqa: F401  (registers its evictor)
