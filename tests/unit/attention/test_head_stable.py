@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 from hypothesis import given, settings
+from support.scripts import assert_reproduces, exec_script
 from support.strategies import configs
-from test_export import assert_reproduces, exec_script
 
 from attention import Config, compute
 from attention.config import SETTINGS

@@ -11,8 +11,8 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.scripts import assert_reproduces, exec_script
 from support.strategies import configs, matrix
-from test_export import assert_reproduces, exec_script
 
 from attention import Config
 from attention.export import script

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from test_export import assert_reproduces
+from support.scripts import assert_reproduces
 
 from attention import cli, compute
 from attention.export import to_dict
@@ -47,7 +47,7 @@ def test_the_table_names_the_head_and_the_script_reproduces_it(run, capsys: pyte
 
 
 def _exec(config) -> dict:
-    from test_export import exec_script
+    from support.scripts import exec_script
 
     return exec_script(config)
 

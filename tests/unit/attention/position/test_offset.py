@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_export import assert_reproduces, exec_script
+from support.scripts import assert_reproduces, exec_script
 
 from attention import Config, compute, position
 
