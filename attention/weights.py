@@ -20,7 +20,7 @@ The "normal" init draws W ~ N(0, 1) and `fit_to_inputs` scales W_query, W_key, W
 inputs they multiply: for inputs x, y and W ~ N(0, sigma^2), q_i = x . W_i has variance sigma^2 |x|^2, so
 q . k / sqrt(d_k) (d_k products of independent q_i, k_i) has variance sigma^4 |x|^2 |y|^2 (d_model s2 sigma^2
 squared, for a per-coordinate second moment s2); sigma = (mean |x|^2 . mean |y|^2)^(-1/4) makes it 1, the
-regime the sqrt(d_k) page explains (tests/test_default_entropy.py measures it).
+regime the sqrt(d_k) page explains (tests/unit/ui/test_default_entropy.py measures it).
 
 Every matrix is returned as used, `x @ W`: W is (d_in, d_out) whatever the init.
 """

@@ -75,9 +75,9 @@ def timings(repeats: int) -> None:
 
 
 def server(limit_mib: int | None, sessions: int) -> int:
-    import live_server
     import load_test
     from mem_real_model import cgroup, memory_mb, start_in
+    from support import live_server
 
     port = live_server.free_port()
     group = None if limit_mib is None else cgroup(f"bench_chat_{os.getpid()}", limit_mib)
@@ -145,9 +145,9 @@ def browser(root: Path, port: int, generated: list[int], repeats: int) -> None:
     """Medians of `repeats` reruns (a click on the RoPE switch) after each number of generated tokens."""
     import subprocess
 
-    import live_server
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
+    from support import live_server
 
     cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port),
            "--server.address", live_server.LOOPBACK, "--server.headless", "true", "--server.fileWatcherType", "none",

@@ -3,7 +3,7 @@
     python benchmarks/bench_startup.py [--runs 5] [--open-after S] [--pages] [--importtime] [--json out.json]
                                        [--root DIR ...] [--server-python PY]
 
-Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as tests/live_server.py
+Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as tests/support/live_server.py
 does) and times, from the moment the command is started: /_stcore/health answering "ok", and the first heatmap
 drawn in headless Chromium (the `.al-heatmap[data-drawn]` its canvas sets once painted) on a page opened as soon
 as the server answers, as `streamlit run` itself opens the browser. Chromium is started before the clock, once,
@@ -14,7 +14,7 @@ busy with other work the wall times stretch, the CPU seconds much less. Medians 
              opens a browser itself; a person who copies the printed address takes a few seconds), and report also
              the time from opening the page to the first chart: what the visitor waits.
 --pages      after the last run, open every page once, then report the server's resident memory and which
-             installed distributions its modules came from (the measure behind tests/test_lock.py's list).
+             installed distributions its modules came from (the measure behind tests/unit/project/test_lock.py's list).
 --importtime where the seconds of the first session go: `python -X importtime` of what the first page imports,
              the largest top-level packages by cumulative time.
 --server-python PY  run the servers with another environment's Python (`uv sync`'s .venv, the app's packages
@@ -42,7 +42,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import live_server  # noqa: E402  (the tests' way to find Chromium and a free port)
+from support import live_server  # noqa: E402  (the tests' way to find Chromium and a free port)
 
 # `streamlit run`, with the server's module names written to $BENCH_MODULES when it exits (SIGTERM included).
 WRAPPER = """

@@ -77,8 +77,8 @@ WHO = ("first visitor (trains)", "second visitor (the run is kept)")
 
 
 def bench_browser(runs: int, train_in: str | None, shots: Path | None) -> None:
-    import live_server
     from playwright.sync_api import sync_playwright
+    from support import live_server
 
     if train_in is not None:
         os.environ["ATTENTION_LAB_TRAIN_IN"] = train_in  # the server inherits it
@@ -141,8 +141,8 @@ def press_play(port: int, seed: int, done: dict, steps: int) -> None:
 
 
 def bench_latency(reruns: int, steps: int) -> None:
-    import live_server
     import load_test
+    from support import live_server
 
     _patch_buttons(load_test.WsClient)
     port = live_server.free_port()

@@ -72,7 +72,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
+from support import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
 
 import ui  # noqa: E402  (the dashboard's own number formatting and defaults)
 from attention import Config, compute  # noqa: E402

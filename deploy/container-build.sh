@@ -13,7 +13,7 @@
 # Needs root and Debian's podman, runc and debootstrap (`apt-get install -y podman podman-compose runc
 # debootstrap`). podman runs with deploy/containers.conf unless CONTAINERS_CONF names another: runc and cgroupfs
 # (this machine's cgroups are v1 and v2 mixed, which crun refuses) and file limits within the machine's own;
-# use the same CONTAINERS_CONF with podman-compose (tests/reliability/test_proxy.py does).
+# use the same CONTAINERS_CONF with podman-compose (tests/system/test_proxy.py does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -4,8 +4,9 @@ r"""Install Attention Lab's locked packages into .venv, then start the app or ru
     python3 scripts/lab.py                 (Windows PowerShell: py scripts\lab.py)
         installs uv.lock's app packages into .venv and runs `streamlit run dashboard.py` (http://localhost:8501);
         arguments after `run` go to streamlit: python3 scripts/lab.py run --server.port 8600
-    python3 scripts/lab.py test [pytest arguments]
-        installs the test tools and oracles too, then runs ruff (lint, format) and pytest
+    python3 scripts/lab.py test [--fast] [pytest arguments]
+        installs the test tools and oracles too, then runs ruff (lint, format) and pytest: every tier (unit, app,
+        browser, system; what CI runs), or with --fast the fast tier (unit and app) a developer runs every few minutes
     python3 scripts/lab.py install [--test]
         installs only
 
@@ -117,8 +118,14 @@ def install(venv: Path, test: bool) -> None:
         (venv / ".installed-app").write_text(wanted)
 
 
+FAST = ["tests/unit", "tests/app"]  # the tiers: tests/unit, tests/app, tests/browser, tests/system
+
+
 def test(venv: Path, args: list[str]) -> int:
-    """ruff (lint, format) and pytest; non-zero when any fails or pytest collects nothing."""
+    """ruff (lint, format) and pytest, every tier or with --fast the fast one; non-zero when any fails or pytest
+    collects nothing."""
+    if "--fast" in args:
+        args = [*FAST, *(arg for arg in args if arg != "--fast")]
     (ROOT / "artifacts").mkdir(exist_ok=True)
     status = 0
     print("== ruff check", flush=True)
@@ -148,6 +155,7 @@ def main(argv: list[str]) -> int:
                   "delete the .venv folder and run this again.", file=sys.stderr)  # fmt: skip
             return 2
     install(venv, test=command == "test" or "--test" in args)
+    args = [arg for arg in args if not (command == "install" and arg == "--test")]
     if command == "install":
         return 0
     if command == "test":

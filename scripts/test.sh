@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# CI's habit: the README's test command (scripts/lab.py test) under its old name. Arguments go to pytest.
+# A developer's habit: the fast tier (ruff, unit and AppTest tests); --all runs every tier, as CI and the README's
+# test command (python3 scripts/lab.py test) do. Other arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec "${PYTHON:-python3}" scripts/lab.py test "$@"
+args=()
+fast=--fast
+for arg in "$@"; do
+  if [[ $arg == --all ]]; then fast=; else args+=("$arg"); fi
+done
+exec "${PYTHON:-python3}" scripts/lab.py test $fast "${args[@]}"

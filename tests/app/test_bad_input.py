@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import charts as chart_reader
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
+from support import charts as chart_reader
 
 import ui
 from attention import Config, compute, export

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from charts import heatmaps, set_widget
 from streamlit.testing.v1 import AppTest
+from support.charts import heatmaps, set_widget
 
 from attention.models import smollm2 as S
 

@@ -6,11 +6,11 @@ import json
 import shlex
 from pathlib import Path
 
-import charts as chart_reader
 import pytest
 import torch
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
+from support import charts as chart_reader
 
 from attention import Config, compute, experiments, export, masks
 from attention.cli import main

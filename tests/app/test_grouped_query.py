@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from charts import heatmaps, open_page
+from support.charts import heatmaps, open_page
 
 from attention import Config, compute
 

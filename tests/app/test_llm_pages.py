@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import charts as chart_reader
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
+from support import charts as chart_reader
 
 from attention import Config, compute
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import charts as chart_reader
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
+from support import charts as chart_reader
 
 from attention import Config, compute, presets
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import charts as chart_reader
 import pandas as pd
 import pyarrow as pa
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
+from support import charts as chart_reader
 
 from attention import Config, compute, position
 from attention.permutation import apply_order, shuffled_order

@@ -10,10 +10,10 @@ import threading
 import time
 from pathlib import Path
 
-import charts as chart_reader
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
+from support import charts as chart_reader
 
 from attention import interpret, pretrained
 

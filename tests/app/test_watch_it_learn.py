@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import torch
-from charts import _walk, heatmaps, open_page
 from streamlit.testing.v1 import AppTest
+from support.charts import _walk, heatmaps, open_page
 
 from attention.models import tiny
 from server import training as pool

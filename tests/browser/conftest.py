@@ -13,8 +13,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import live_server
 import pytest
+from support import live_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
@@ -31,7 +31,7 @@ def chromium_path() -> str:
 
 
 # Module scope, not session: Playwright's sync API allows one running instance per thread, and tests
-# elsewhere (tests/reliability) start their own after these; the server goes with it, so no idle
+# elsewhere (tests/system) start their own after these; the server goes with it, so no idle
 # Streamlit process lingers beside later tests' measurements.
 @pytest.fixture(scope="module")
 def browser(chromium_path: str):

@@ -1,0 +1,78 @@
+"""The server's memory under fresh visitors on the heaviest pages' heaviest links, a few at a time, each asking for
+every download, then leaving: a short run of benchmarks/soak.py (which reports the README's figures), with the
+server in a real cgroup v1 memory limit of 690 MiB. Asserted: the kernel never killed it, its anonymous peak stays
+under Community Cloud's 690 MB for the whole app, no visit failed (a run the memory budget refused shows an error,
+which counts), and a second round after the first has expired adds less than 50 MB. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import urllib.parse
+import weakref
+from pathlib import Path
+
+import pytest
+from support import live_server
+
+import ui
+from attention import Config
+
+ROOT = Path(__file__).resolve().parents[2]
+# The pages that held several results at once before server/budget.py (Position five, Compare two), and the page with
+# the most matrices in one result (Masks with dropout: six), all three at once.
+PAGES = ("position", "compare", "masks")
+
+
+def soak_module():
+    return live_server.benchmark("soak")
+
+
+@pytest.mark.timeout(900)  # two rounds of the heaviest links, with the sessions' expiry waited out between them
+def test_heavy_visitors_three_at_a_time_under_a_real_690_mib_limit(tmp_path: Path) -> None:
+    soak = soak_module()
+    why_not = soak.cgroup_available()
+    if why_not:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and the soak cannot hold the server to a real memory limit: {why_not}")
+        pytest.skip(f"no real memory limit here: {why_not}")
+    args = argparse.Namespace(
+        sessions=3, rounds=2, at_once=3, ttl=15, pages=PAGES, matrices=(), limit_mib=soak.LIMIT_MIB,
+        no_cgroup=False, log=str(tmp_path / "server.log"), limit_mb=soak.LIMIT_MB, growth_mb=soak.GROWTH_MB,
+        p95_ms=soak.P95_MS,
+    )  # fmt: skip
+    result = soak.soak(args)
+    assert result["cgroup"]["limit_bytes"] == 690 << 20
+    assert not result["killed"] and result["cgroup"]["oom_kills"] == 0, result["cgroup"]
+    assert result["failures"] == []
+    assert set(result["by_page"]) == set(PAGES) and all(p["visits"] == 2 for p in result["by_page"].values())
+    asked = result["exports"]
+    assert all(set(s["statuses"]) <= {"ok", "disabled"} for s in asked.values()), asked  # every download came
+    assert result["by_page"]["masks"]["downloads"] >= 2  # the Masks page's CSV of its shown matrix, each visit
+    assert result["peak_anon_mb"] < soak.LIMIT_MB, result["memory_mb"]
+    assert result["second_round_growth_mb"] < soak.GROWTH_MB, result["memory_mb"]
+
+
+def test_every_page_of_the_dashboard_is_soaked() -> None:
+    soak = soak_module()
+    names = soak.pages()
+    assert len(names) >= 15 and len(set(names)) == len(names)
+    assert all((ROOT / "pages" / f"{n}.py").exists() for n in names)
+    assert set(soak.HEAVIEST) <= set(names)  # no entry for a page that is gone
+    link = dict(urllib.parse.parse_qsl(soak.link("real_model", 7)))
+    assert link["seed"] == "1007" and link["sentence"].endswith("visitor 7")
+    assert soak.link("no_such_page", 1) == "seed=1001"  # a page without an entry: its plain URL
+
+
+def test_the_cache_lets_go_of_a_large_result_before_computing_the_next() -> None:
+    words = " ".join(f"w{i}" for i in range(300))
+    first = ui.compute(Config(sentence=words, heads=4, seed=1))
+    assert ui.result_bytes(first.config) > ui.results.SMALL_RESULT_BYTES  # a large one
+    gone = weakref.ref(first)
+    del first
+    second = ui.compute(Config(sentence=words, heads=4, seed=2))
+    gc.collect()
+    assert gone() is None  # only the cache held it, and it let go
+    assert ui.compute(Config(sentence=words, heads=4, seed=2)) is second  # the new one is cached

@@ -1,0 +1,126 @@
+"""The layers hold: `attention` (the math; no Streamlit) <- `server` (what the whole process shares) and `ui`
+(drawing) <- `pages` and `dashboard.py`. Read from the source (ast), so a test run imports nothing it checks:
+- no module imports from a layer above its own (`attention` never imports streamlit, `ui` or a page);
+- `pages/`, `ui/` and `server/` compute no attention: no `@`, no softmax, masked_fill, matmul, einsum or
+  scaled_dot_product_attention (words in strings are prose, not code, and do not count);
+- no import circle inside a package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+# Layer of each top-level name: a module may import its own layer and those below.
+LAYER = {"attention": 0, "server": 1, "ui": 2, "assets": 2, "pages": 3, "dashboard": 3}
+FORBIDDEN_BELOW_UI = {"streamlit", "altair", "pandas"}  # what the math must never need
+MATH = {"softmax", "log_softmax", "masked_fill", "masked_fill_", "matmul", "einsum", "bmm", "baddbmm",
+        "scaled_dot_product_attention"}  # fmt: skip
+
+
+def modules(top: str) -> list[Path]:
+    path = ROOT / top
+    return sorted(path.rglob("*.py")) if path.is_dir() else [ROOT / f"{top}.py"]
+
+
+def name_of(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Absolute names of every module `path` imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name_of(path) if path.name == "__init__.py" else name_of(path).rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{anchor}.{base}" if base else anchor
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return found
+
+
+def math_in(path: Path) -> list[str]:
+    """Where `path`'s code (not its strings) computes attention: file:line and what."""
+    tree = ast.parse(path.read_text(), str(path))
+    where = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.MatMult):
+            where.append(f"{path.relative_to(ROOT)}:{node.lineno} @")
+        elif isinstance(node, ast.Attribute | ast.Name):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+            if name in MATH:
+                where.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    return where
+
+
+TOPS = [top for top in LAYER if (ROOT / top).is_dir() or (ROOT / f"{top}.py").exists()]
+
+
+@pytest.mark.parametrize("top", TOPS)
+def test_no_module_imports_a_layer_above_its_own(top):
+    above = []
+    for path in modules(top):
+        for name in imports(path):
+            first = name.split(".")[0]
+            if LAYER.get(first, -1) > LAYER[top] or (LAYER[top] < LAYER["ui"] and first in FORBIDDEN_BELOW_UI):
+                above.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not above, above
+
+
+@pytest.mark.parametrize("top", ["pages", "ui", "server", "dashboard"])
+def test_only_the_package_computes_attention(top):
+    if top not in TOPS:
+        pytest.skip(f"no {top} here")
+    found = [where for path in modules(top) for where in math_in(path)]
+    assert not found, f"attention math outside `attention/` (ask the package for the number): {found}"
+
+
+@pytest.mark.parametrize("top", [top for top in TOPS if (ROOT / top).is_dir()])
+def test_no_import_circle_inside_a_package(top):
+    names = {name_of(path): path for path in modules(top)}
+    graph = {
+        name: {other for other in names if other != name and any(i == other for i in imports(path))}
+        for name, path in names.items()
+    }
+    circles, state = [], {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                circles.append(" -> ".join([*trail[trail.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    # A package's __init__ re-exporting its modules, which import siblings through it, is not a circle of code.
+    circles = [c for c in circles if not c.startswith(f"{top} ->") and f"-> {top} ->" not in c]
+    assert not circles, circles
+
+
+def test_the_checks_see_math_and_imports(tmp_path):
+    """The readers themselves: a page computing a softmax, or the package importing streamlit, is seen."""
+    page = tmp_path / "page.py"
+    page.write_text('import torch\nw = torch.softmax(q @ k.T, dim=-1)  # "softmax" in a comment\nx = "softmax"\n')
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        assert sorted(where.split(" ", 1)[1] for where in math_in(page)) == ["@", "softmax"]
+        module = tmp_path / "mod.py"
+        module.write_text("from streamlit import session_state\nimport ui.charts\n")
+        assert {"streamlit", "streamlit.session_state", "ui.charts"} <= imports(module)
+    finally:
+        ROOT = saved

@@ -1,0 +1,409 @@
+"""The memory budget: a run's size known from its Config (attention/budget.py), measured against the real tensors,
+and the server-wide admission (server/budget.py): bytes held while a Result lives, first come first served, waiting
+and refusing; the pages that need several results hold one at a time (run here under a budget that fits one).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+import pytest
+import torch
+from support import charts as chart_reader
+
+import server.budget as server_budget
+import ui
+import ui.chat  # noqa: F401  (registers its evictor)
+import ui.model  # noqa: F401  (registers its evictor)
+import ui.training  # noqa: F401  (registers its evictor)
+from attention import Config, budget, compute, experiments
+from server.budget import ByteBudget, Refused
+
+WORDS = " ".join(f"w{i}" for i in range(1, 161))
+
+
+def words(n: int) -> str:
+    return " ".join(f"w{i}" for i in range(n))
+
+
+# --------------------------------------------------------------------------- sizes from the Config
+
+
+VARIANTS = [  # every setting that changes what a Result holds, each at least once beside every position
+    {},
+    {"mask": "causal", "dropout": 0.3},
+    {"scale": "none", "heads": 4, "kv_heads": 2},
+    {"scale": "none", "mask": "causal", "cross_sentence": words(23)},
+    {"heads": 4, "out_proj": True, "bias": True, "dropout": 0.3},
+    {"heads": 4, "kv_heads": 2, "cross_sentence": words(23), "out_proj": True, "mask": "causal"},
+]
+
+
+def configs():
+    for position in ("none", "rope", "alibi", "learned", "sinusoidal"):
+        for variant in VARIANTS:
+            yield Config(sentence=words(37), position=position, d_model=32, d_k=16, d_v=8, **variant)
+
+
+def test_result_bytes_bounds_the_real_storages_and_is_close_to_them() -> None:
+    for config in configs():
+        real = budget.held_bytes(compute(config))
+        estimate = budget.result_bytes(config)
+        assert real <= estimate <= real + budget.OVERHEAD + 2 * 37 * 37 + 0.02 * real, (real, estimate, config)
+        assert budget.compute_bytes(config) > estimate
+
+
+@pytest.mark.parametrize("position", ["rope", "alibi"])
+def test_at_the_largest_size_the_estimate_is_within_a_percent(position: str) -> None:
+    config = Config(sentence=words(512), heads=16, d_model=256, d_k=256, d_v=256, position=position, mask="causal",
+                    dropout=0.5)  # fmt: skip
+    real = budget.held_bytes(compute(config))
+    assert real > 140e6  # the six (16, 512, 512) matrices and the (16, 512, 256) vectors
+    assert real <= budget.result_bytes(config) <= 1.01 * real
+
+
+def test_score_matrices_counts_only_the_copies_compute_makes() -> None:
+    plain = Config(sentence="a b c", mask="none", dropout=0.0, scale="none")
+    assert budget.score_matrices(plain) == 2  # omega is the scaled and the masked scores, weights the dropped
+    result = compute(plain)
+    assert result.scaled is result.omega and result.masked is result.omega and result.dropped_weights is result.weights
+    heavy = plain.replace(mask="causal", dropout=0.1, scale="sqrt", position="alibi")
+    assert budget.score_matrices(heavy) == 6
+
+
+def test_keep_copies_a_slice_so_the_result_can_go() -> None:
+    result = compute(Config(sentence=WORDS, heads=4))
+    row = result.weights[1, -1]  # a view: it holds the whole (4, 160, 160) matrix
+    assert budget.held_bytes(row) == result.weights.numel() * 4
+    kept = budget.keep({"row": row, "pair": (row, 3)})
+    assert budget.held_bytes(kept) == 2 * 160 * 4  # each copy its own 160 numbers
+    torch.testing.assert_close(kept["row"], row)
+    assert kept["pair"][1] == 3
+
+
+def test_one_head_is_the_results_head_and_diff_reads_it() -> None:
+    a = compute(Config(sentence="Life is short, eat dessert first", heads=4, seed=1))
+    b = compute(Config(sentence="Life is short, eat dessert first", heads=2, seed=2, mask="causal"))
+    va, vb = budget.one_head(a, 3), budget.one_head(b, 1)
+    for name in ("omega", "weights", "dropped_weights", "context"):
+        torch.testing.assert_close(getattr(va, name)[0], getattr(a, name)[3])
+    assert (va.heads, va.head, vb.d_v) == (4, 3, b.d_v)
+    whole, viewed = experiments.diff(a, b, 3, 1), experiments.diff(va, vb)
+    assert whole.summary(list(a.tokens), list(a.key_tokens)) == viewed.summary(list(a.tokens), list(a.key_tokens))
+    torch.testing.assert_close(whole.weights, viewed.weights)
+    assert budget.held_bytes(va) < budget.held_bytes(a) / 3
+
+
+# --------------------------------------------------------------------------- the byte semaphore
+
+
+def test_bytes_are_taken_and_given_back() -> None:
+    b = ByteBudget(100)
+    assert b.try_acquire(60) and not b.try_acquire(50)
+    assert not b.acquire(50, timeout=0.05)
+    b.release(60)
+    assert b.acquire(50, timeout=0.05) and b.used == 50 and b.peak == 60
+    with pytest.raises(ValueError, match="more than the server's whole budget"):
+        b.acquire(101, timeout=1)
+
+
+def test_requests_are_served_in_the_order_they_came() -> None:
+    b = ByteBudget(100)
+    assert b.try_acquire(100)
+    order: list[str] = []
+
+    def ask(name: str, n: int) -> None:
+        assert b.acquire(n, timeout=10)
+        order.append(name)
+
+    big = threading.Thread(target=ask, args=("big", 90))
+    big.start()
+    time.sleep(0.1)
+    small = threading.Thread(target=ask, args=("small", 5))
+    small.start()
+    time.sleep(0.1)
+    assert not b.try_acquire(1)  # someone is waiting: no one jumps the queue
+    b.release(100)
+    big.join(5)
+    small.join(5)
+    assert order == ["big", "small"]  # the small one fitted all along, and still waited its turn
+
+
+def test_held_bytes_return_when_the_object_is_gone() -> None:
+    b = ByteBudget(100)
+
+    class Held:
+        pass
+
+    thing = Held()
+    assert b.try_acquire(70)
+    b.hold(thing, 70)
+    assert b.used == 70
+    del thing
+    gc.collect()
+    assert b.used == 0
+
+
+def test_evict_is_asked_once_and_what_it_frees_is_used() -> None:
+    b = ByteBudget(100)
+
+    class Cached:
+        pass
+
+    cache = [Cached()]
+    assert b.try_acquire(80)
+    b.hold(cache[0], 80)
+    calls = []
+
+    def evict() -> None:
+        calls.append(1)
+        cache.clear()
+
+    assert b.acquire(50, timeout=2, evict=evict)
+    assert calls == [1] and b.used == 50
+
+
+def test_give_up_ends_the_wait() -> None:
+    b = ByteBudget(10)
+    assert b.try_acquire(10)
+    start = time.monotonic()
+    assert not b.acquire(5, timeout=30, give_up=lambda: time.monotonic() - start > 0.3)
+    assert time.monotonic() - start < 5
+
+
+def test_under_a_ceiling_a_run_waits_for_the_real_memory_to_go_down() -> None:
+    """The kernel's count (anonymous memory) decides too: a run that fits the byte budget but would take the process
+    past its ceiling waits, and goes in once memory drops (memory is read again while it waits)."""
+    memory = [900]
+    b = ByteBudget(1000, ceiling=1000, memory=lambda: memory[0])
+    assert b.try_acquire(100)  # 900 + 100 fits
+    b.release(100)
+    assert not b.try_acquire(150)  # within the budget, past the ceiling
+    threading.Timer(0.3, lambda: memory.__setitem__(0, 700)).start()
+    start = time.monotonic()
+    assert b.acquire(150, timeout=10)
+    assert 0.2 < time.monotonic() - start < 5
+
+
+def test_a_run_alone_may_come_closer_to_the_limit_than_one_beside_others() -> None:
+    """The only large run in flight gets the smaller reserve (alone_ceiling); one beside it, the larger."""
+    held = []  # the process's memory: 500 at rest, and what the admitted runs hold
+    b = ByteBudget(1000, ceiling=800, memory=lambda: 500 + sum(held), alone_ceiling=950)
+    assert b.try_acquire(400)  # 500 + 400 = 900: under 950, alone
+    held.append(400)
+    assert not b.try_acquire(50)  # beside it: 900 + 50 over 800
+    b.release(400)
+    held.clear()
+    assert b.try_acquire(250)  # alone again: 750 under 950
+    held.append(250)
+    assert not b.try_acquire(100)  # beside it: 850 over 800
+    assert b.try_acquire(50)  # 800: just under
+
+
+def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
+    limit = tmp_path / "memory.limit_in_bytes"
+    limit.write_text("723517440\n")  # 690 MiB
+    assert server_budget.memory_limit([str(tmp_path / "missing"), str(limit)]) == 723517440
+    assert server_budget.ceiling_for(723517440) == int(0.8 * 723517440)
+    assert server_budget.ceiling_for(723517440, "100") == 723517440 - 100 * server_budget.MB
+    assert server_budget.ceiling_for(None) is None  # a laptop: the byte budget alone
+    assert server_budget.ceiling_for(723517440, fraction=server_budget.ALONE_RESERVE_FRACTION) == int(0.94 * 723517440)
+    status = tmp_path / "status"
+    status.write_text("VmRSS:\t  500000 kB\nRssAnon:\t  300000 kB\nRssFile:\t  200000 kB\n")
+    assert server_budget.anonymous_bytes(str(status)) == 300000 * 1024
+
+
+def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ui.results, ui.model and ui.chat register their caches (server_budget.evictor): a toy run short of memory lets
+    go of what the model pages keep, and they of its."""
+    names = {f.__module__ + "." + f.__qualname__ for f in server_budget.SERVER.evictors}
+    assert {"ui.model._free_cached", "ui.chat._free_cached", "ui.training._free_cached"} <= names
+    fresh = ByteBudget(100)
+    monkeypatch.setattr(server_budget, "SERVER", fresh)
+
+    class Kept:
+        pass
+
+    cache = [Kept()]
+    assert fresh.try_acquire(80)
+    fresh.hold(cache[0], 80)
+    fresh.evictors.append(cache.clear)
+    assert server_budget.admit(50)  # only by the registered evictor
+    assert fresh.used == 50 and cache == []
+
+
+# --------------------------------------------------------------------------- admission of Results
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch):
+    """A fresh server budget of 200 MB and empty result caches, so that the counts below are this test's."""
+    fresh = ByteBudget(200 * server_budget.MB)
+    fresh.evictors = list(server_budget.SERVER.evictors)
+    monkeypatch.setattr(server_budget, "SERVER", fresh)
+    ui.results._cached_large.clear()
+    gc.collect()
+    yield fresh
+    ui.results._cached_large.clear()
+    gc.collect()
+
+
+def test_a_large_result_holds_its_bytes_while_anything_holds_it(server: ByteBudget) -> None:
+    config = Config(sentence=WORDS, heads=4, seed=7)
+    assert budget.result_bytes(config) > ui.results.SMALL_RESULT_BYTES
+    result = ui.compute(config)
+    assert server.used == budget.result_bytes(config)
+    assert server.peak == budget.compute_bytes(config)  # the temporaries were admitted too, then given back
+    ui.results._cached_large.clear()
+    assert ui.compute(config) is result  # a session still holds it: shared, not computed again
+    assert server.used == budget.result_bytes(config)
+    ui.results._cached_large.clear()
+    del result
+    gc.collect()
+    assert server.used == 0
+
+
+def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: ByteBudget, monkeypatch) -> None:
+    monkeypatch.setattr(server_budget, "WAIT_S", 0.3)
+    assert server.try_acquire(server.capacity - 10**6)  # another visitor's run holds all but 1 MB
+    with pytest.raises(Refused, match="try again in a moment, or a smaller size"):
+        ui.compute(Config(sentence=WORDS, heads=4, seed=8))
+    server.release(server.capacity - 10**6)
+
+
+def test_a_run_larger_than_the_budget_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server_budget, "SERVER", ByteBudget(10**6))
+    with pytest.raises(Refused, match="more than the 1 MB this server gives"):
+        ui.compute(Config(sentence=WORDS, heads=4, seed=9))
+
+
+def test_a_waiting_run_takes_the_result_another_session_made(server: ByteBudget) -> None:
+    config = Config(sentence=WORDS, heads=4, seed=10)
+    assert server.try_acquire(server.capacity)  # full: the run below waits
+    got: list = []
+    waiter = threading.Thread(target=lambda: got.append(server_budget.compute(config, ui.results._cached_large)))
+    waiter.start()
+    time.sleep(0.3)
+    made = compute(config)
+    server_budget._LIVE[repr(config)] = made  # as if another session's run had just made it
+    waiter.join(5)
+    assert got == [made]
+    server.release(server.capacity)
+
+
+# --------------------------------------------------------------------------- pages under a budget that fits one
+
+
+PAGE_SIZES = {"sentence": WORDS, "heads": "4", "d_model": "64", "d_k": "64", "d_v": "64"}
+
+
+def one_result_budget(*configs: Config) -> ByteBudget:
+    """A budget that admits the largest of these computations, and never two of their Results at once."""
+    need = max(budget.compute_bytes(c) for c in configs)
+    smallest = min(budget.result_bytes(c) for c in configs)
+    assert need < 2 * smallest  # so the budget below cannot hold two Results
+    one = ByteBudget(need + smallest // 2)
+    one.evictors = list(server_budget.SERVER.evictors)  # the caches let go of their Results when a run needs the room
+    return one
+
+
+@pytest.mark.parametrize(
+    ("page", "params", "variants"),
+    [
+        ("position", {"position": "rope"}, [{"position": p} for p in ("rope", "none", "alibi", "learned")]),
+        ("compare", {"b_heads": "4", "b_d_k": "64", "b_d_v": "64"}, [{}]),
+        ("scaling", {}, [{"scale": "temperature", "temperature": 1.0}]),
+    ],
+)
+def test_pages_that_draw_several_results_hold_one_at_a_time(page, params, variants, monkeypatch, server) -> None:
+    base = Config(sentence=WORDS, heads=4, d_model=64, d_k=64, d_v=64)
+    one = one_result_budget(*(base.replace(**v) for v in variants))
+    monkeypatch.setattr(server_budget, "SERVER", one)
+    monkeypatch.setattr(server_budget, "WAIT_S", 3.0)  # a page that needed two at once would be refused
+    at = chart_reader.open_page(page, **PAGE_SIZES, **params)
+    assert not at.error, [e.value for e in at.error]
+    assert one.peak <= one.capacity and one.peak > budget.result_bytes(base)  # large results were admitted
+    assert chart_reader.heatmaps(at)  # and drawn
+
+
+def test_a_page_refused_by_the_budget_says_why_and_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server_budget, "SERVER", ByteBudget(10**6))
+    at = chart_reader.open_page("position", sentence=WORDS, heads="4", d_model="64", d_k="64", d_v="64")
+    errors = [e.value for e in at.error]
+    assert errors and "more than the 1 MB this server gives" in errors[0] and "fewer tokens" in errors[0]
+
+
+def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two Position-like runs (three results kept in turn, then one held) and a Compare-like one at once, with room
+    for one Result: each waits its turn and none is refused (a waiter that let go of the cache only once waited
+    out WAIT_S while another run's result went back into the cache)."""
+    base = Config(sentence=WORDS, heads=4, d_model=64, d_k=64, d_v=64, position="rope")
+    monkeypatch.setattr(server_budget, "SERVER", one_result_budget(base, base.replace(position="alibi")))
+    monkeypatch.setattr(server_budget, "WAIT_S", 20.0)
+    ui.results._cached_large.clear()
+    errors: list[BaseException] = []
+
+    def position() -> None:
+        try:
+            for p in ("none", "alibi", "learned"):
+                ui.results.kept(base.replace(position=p, seed=5), lambda r: r.weights[0, -1])
+            held = ui.compute(base.replace(seed=5))
+            time.sleep(0.3)
+            del held
+        except BaseException as exc:  # noqa: BLE001  reported below
+            errors.append(exc)
+
+    def compare() -> None:
+        try:
+            for seed in (6, 7):
+                ui.results.kept(base.replace(seed=seed), lambda r: budget.one_head(r, 0))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=f) for f in (position, compare, position)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads) and errors == []
+    ui.results._cached_large.clear()
+    gc.collect()
+    assert server_budget.SERVER.used == 0
+
+
+def test_the_pitfalls_fit_their_estimate_and_hold_what_they_keep(server: ByteBudget) -> None:
+    config = Config(sentence=words(64), heads=4, d_model=64, d_k=64, d_v=64, mask="causal")
+    need = budget.pitfalls_bytes(config)
+    versions = ui.results.run_or_stop("The pitfalls", need, lambda: experiments.pitfalls(config), holder=lambda v: v[0])
+    kept = budget.held_bytes(versions)
+    assert 0 < kept <= need and server.peak == need and server.used == kept
+    del versions
+    gc.collect()
+    assert server.used == 0
+
+
+def test_every_setting_the_controls_allow_fits_the_budget_alone() -> None:
+    """The budget limits how many large runs go at once, never how large one may be: the largest computation the
+    dashboard offers (every size at its top, both sentences of 512 tokens, dropout, a mask, every projection) fits."""
+    top = {name: int(ui.PARAMS[name].hi) for name in ("d_model", "d_k", "d_v", "heads")}
+    assert top["heads"] == 16 and top["d_model"] == 256
+    text = words(int(ui.PARAMS["token"].hi) + 1)
+    largest = max(
+        budget.compute_bytes(
+            Config(
+                sentence=text,
+                cross_sentence=cross,
+                position=p,
+                mask="causal",
+                dropout=0.5,
+                out_proj=True,
+                bias=True,
+                **top,
+            )
+        )  # fmt: skip
+        for p in ("none", "rope", "alibi", "learned", "sinusoidal")
+        for cross in (None, text)
+    )
+    assert 150e6 < largest <= server_budget.BUDGET_MB * server_budget.MB, largest / 1e6
