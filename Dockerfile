@@ -34,7 +34,7 @@ RUN python3 -m venv /opt/venv \
 COPY . .
 # The app's own modules compiled here, as root: the replica runs with PYTHONDONTWRITEBYTECODE and cannot write /app,
 # so they would be compiled from source at every start (pip has compiled the packages).
-RUN /opt/venv/bin/python -m compileall -q assets attention ui
+RUN /opt/venv/bin/python -m compileall -q assets attention server ui
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONPATH=/app \
     PYTHONDONTWRITEBYTECODE=1 \
