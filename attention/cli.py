@@ -9,7 +9,7 @@ preset's values. Bad flags or values exit with status 2 and one line on stderr, 
     python -m attention --model minilm --layer 3 --head 1 --sentence "The animal didn't cross the street."
     python -m attention --embeddings batch.json --heads 2 --format json   # a (B, T, d) batch: {"batch": [...]}
 
-With --model, the result is one head of a pretrained model (attention.pretrained) on the sentence: `compute` of
+With --model, the result is one head of a pretrained model (attention.models.minilm) on the sentence: `compute` of
 its `head_config`, the model's subword tokens as labels; --layer and --head pick the head (they are not Config
 settings), and --sentence is the only setting it takes.
 """
@@ -58,7 +58,7 @@ MAX_TILES = 1 << 14
 TILE_OVERHEAD = 2048
 
 
-MODELS = ("minilm", "smollm2")  # all-MiniLM-L6-v2 (attention.pretrained); smollm2: attention.models.smollm2_cli
+MODELS = ("minilm", "smollm2")  # all-MiniLM-L6-v2 (attention.models.minilm); smollm2: attention.models.smollm2_cli
 MODEL_VIEW = (3, 1)  # the layer and head --model shows by default: the Real model page's opening view
 
 
@@ -397,22 +397,22 @@ def model_result(args: argparse.Namespace, script: bool = False) -> Result | Con
     given = [flag(name) for name in SETTINGS if name != "sentence" and getattr(args, name) is not None]
     if given:
         raise UsageError(f"{given[0]} is a toy setting; with --model only --sentence, --layer and --head apply")
-    from . import pretrained  # only here: the other commands never read the model
+    from .models import minilm  # only here: the other commands never read the model
 
     layer, head = (
         (MODEL_VIEW[0] if args.layer is None else args.layer),
         (MODEL_VIEW[1] if args.head is None else args.head),
     )
-    model = pretrained.load()
+    model = minilm.load()
     if not 0 <= layer < len(model.layers):
         raise UsageError(f"--layer must be a layer of the model, 0 to {len(model.layers) - 1}, got {layer}")
     if not 0 <= head < model.heads:
         raise UsageError(f"--head must be a head of the model, 0 to {model.heads - 1}, got {head}")
     args.layer, args.head = layer, head  # for the table's first line
-    run = pretrained.read(model, pretrained.DEFAULT_SENTENCE if args.sentence is None else args.sentence, 0)
+    run = minilm.read(model, minilm.DEFAULT_SENTENCE if args.sentence is None else args.sentence, 0)
     if script:
-        return pretrained.head_config(model, run, layer, head)
-    return pretrained.head_result(model, run, layer, head)
+        return minilm.head_config(model, run, layer, head)
+    return minilm.head_result(model, run, layer, head)
 
 
 # output -----------------------------------------------------------------------------------------

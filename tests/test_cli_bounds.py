@@ -152,7 +152,7 @@ def test_the_fast_check_of_a_matrix_keeps_every_message(tmp_path: Path, capsys: 
 def test_a_memory_error_or_a_tokenizers_panic_from_any_library_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from attention import pretrained
+    from attention.models import minilm
 
     class PanicException(BaseException):  # what pyo3 raises for a Rust panic: not an Exception
         pass
@@ -160,7 +160,7 @@ def test_a_memory_error_or_a_tokenizers_panic_from_any_library_is_one_line(
     def panic(*a, **k):
         raise PanicException("called `Result::unwrap()` on an `Err` value")
 
-    monkeypatch.setattr(pretrained, "read", panic)
+    monkeypatch.setattr(minilm, "read", panic)
     assert cli.main(["--model", "minilm", "--sentence", "hello"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the tokenizer failed" in err
@@ -168,7 +168,7 @@ def test_a_memory_error_or_a_tokenizers_panic_from_any_library_is_one_line(
     def no_memory(*a, **k):
         raise MemoryError
 
-    monkeypatch.setattr(pretrained, "read", no_memory)
+    monkeypatch.setattr(minilm, "read", no_memory)
     assert cli.main(["--model", "minilm", "--sentence", "hello"]) == 2
     assert capsys.readouterr().err == f"attention: error: {cli.OUT_OF_MEMORY}\n"
     monkeypatch.setattr(cli, "compute", lambda *a: (_ for _ in ()).throw(RuntimeError("can't allocate memory")))
