@@ -3,7 +3,8 @@
 import streamlit as st
 
 import ui
-from attention import budget, experiments
+from attention.basics import budget
+from attention.lessons import experiments
 
 # the typical comparisons: (button, A's values, B's changes); every other B value is copied from A
 PRESETS = {

@@ -3,7 +3,8 @@
 import streamlit as st
 
 import ui
-from attention import experiments, masks
+from attention import masks
+from attention.lessons import experiments
 
 EDITOR_MAX = 40  # a bigger grid of checkboxes is no longer editable by hand
 KEY = "me:cmask"

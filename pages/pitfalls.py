@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import budget, experiments
+from attention.basics import budget
+from attention.lessons import experiments
 
 MAX_TOKENS = 64  # the every-head mistake holds h·h·T·T weights
 KEPT, BROKEN = "✔ kept", "✘ broken"  # Dingbats: drawn by every font, unlike the ✅ ❌ emoji

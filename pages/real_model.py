@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from attention import interpret
+from attention.lessons import interpret
 from attention.models import minilm
 from ui import model as real
 

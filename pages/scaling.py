@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import budget, experiments
+from attention.basics import budget
+from attention.lessons import experiments
 
 T_MIN, T_MAX = 2, 32  # the sweep's sequence length follows the sentence within these bounds (its cost grows as T²)
 METRICS = {

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import experiments
+from attention.lessons import experiments
 
 st.title("Attention as a soft lookup")
 st.caption(

@@ -1,5 +1,5 @@
-"""The memory budget: a run's size known from its Config (attention/budget.py), measured against the real tensors,
-and the server-wide admission (ui/budget.py): bytes held while a Result lives, first come first served, waiting
+"""The memory budget: a run's size known from its Config (attention/basics/budget.py), measured against the real
+tensors, and the server-wide admission (ui/budget.py): bytes held while a Result lives, first come first served, waiting
 and refusing; the pages that need several results hold one at a time (run here under a budget that fits one).
 """
 
@@ -17,7 +17,9 @@ import ui
 import ui.chat  # noqa: F401  (registers its evictor)
 import ui.model  # noqa: F401  (registers its evictor)
 import ui.training  # noqa: F401  (registers its evictor)
-from attention import Config, budget, compute, experiments
+from attention import Config, compute
+from attention.basics import budget
+from attention.lessons import experiments
 from ui.budget import ByteBudget, Refused
 
 WORDS = " ".join(f"w{i}" for i in range(1, 161))

@@ -15,8 +15,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention import Config, cli, compute, export, presets
-from attention.cli import main
+from attention import Config, compute, presets
+from attention.io import export
+from attention.io.cli import toy as cli
+from attention.io.cli.toy import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -177,8 +179,8 @@ def test_a_presets_matrices_give_way_to_flags_they_no_longer_fit(capsys: pytest.
 
 
 def test_every_field_has_a_flag(capsys: pytest.CaptureFixture) -> None:
-    from attention.cli import parser
-    from attention.config import FIELD_NAMES
+    from attention.basics.config import FIELD_NAMES
+    from attention.io.cli.toy import parser
 
     flags = {a.dest for a in parser()._actions}
     assert set(FIELD_NAMES) <= flags

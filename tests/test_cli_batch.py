@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention import Config, cli, compute, compute_batch
+from attention import Config, compute, compute_batch
+from attention.io.cli import toy as cli
 
 G = torch.Generator().manual_seed(3)
 X = torch.randn(3, 4, 6, generator=G)  # 3 sequences of 4 tokens, d_model 6

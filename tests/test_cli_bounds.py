@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from attention import cli
+from attention.io.cli import toy as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 CGROUP = Path("/sys/fs/cgroup/memory")

@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from attention import Config, cli, compute, decoding
+from attention import Config, compute, decoding
+from attention.io.cli import toy as cli
 
 
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:

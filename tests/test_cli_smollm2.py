@@ -9,8 +9,9 @@ import pytest
 import torch
 from test_export import assert_reproduces
 
-from attention import cli, compute
-from attention.export import to_dict
+from attention import compute
+from attention.io.cli import toy as cli
+from attention.io.export import to_dict
 from attention.models import smollm2 as S
 
 

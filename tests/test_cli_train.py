@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention import cli
+from attention.io.cli import toy as cli
 from attention.models import tiny
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from strategies import configs
 
 from attention import Config, compute, masks, presets
-from attention.export import labels, matrix_csv, safe_cell, script, to_dict, to_json
+from attention.io.export import labels, matrix_csv, safe_cell, script, to_dict, to_json
 
 HEAD_KEYS = {
     "w_query",

@@ -14,9 +14,9 @@ from strategies import configs
 from test_export import assert_reproduces, exec_script
 
 from attention import Config, compute
-from attention.config import SETTINGS
-from attention.export import script
-from attention.weights import column_seed, input_scale, projections, seeded_projections
+from attention.basics.config import SETTINGS
+from attention.basics.weights import column_seed, input_scale, projections, seeded_projections
+from attention.io.export import script
 
 DASHBOARD_INITS = SETTINGS["init"].dashboard  # every init the pages offer
 DRAWN = tuple(i for i in DASHBOARD_INITS if i != "identity")

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention import compute, interpret
+from attention import compute
+from attention.lessons import interpret
 from attention.models import minilm as P
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +121,7 @@ def refuse(*args, **kwargs):
 
 socket.socket.connect = refuse
 socket.create_connection = refuse
-import attention, attention.models.minilm, attention.interpret
+import attention, attention.models.minilm, attention.lessons.interpret
 before = sorted(m for m in ("safetensors", "tokenizers") if m in sys.modules)
 loaded = attention.models.minilm._load.cache_info().currsize
 from attention.models import minilm

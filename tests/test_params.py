@@ -1,4 +1,4 @@
-"""One declaration per setting (attention/params.py): everything that shows or reads a setting agrees with it."""
+"""One declaration per setting (attention/basics/params.py): everything that shows or reads a setting agrees with it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import re
 import pytest
 
 import ui
-from attention import Config, cli
-from attention.config import SETTINGS
-from attention.params import Param, flag
+from attention import Config
+from attention.basics.config import SETTINGS
+from attention.basics.params import Param, flag
+from attention.io.cli import toy as cli
 
 
 def test_every_config_field_is_declared_with_a_label_and_a_help_sentence() -> None:

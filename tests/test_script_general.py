@@ -15,7 +15,7 @@ from strategies import configs, matrix
 from test_export import assert_reproduces, exec_script
 
 from attention import Config
-from attention.export import script
+from attention.io.export import script
 
 INF = float("inf")
 INITS = ("rand", "rand-transposed", "linear", "identity")

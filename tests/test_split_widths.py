@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import matrix
 
-from attention import Config, cli, compute
+from attention import Config, compute
+from attention.io.cli import toy as cli
 
 
 class FromScratch(torch.nn.Module):

@@ -3,7 +3,7 @@
 What belongs here: the server-wide byte budget (`SERVER`), admitting a large Result against it (`compute`, which
 `ui.results.compute` calls for every result over the small cache's bound), and `kept`, for a page that needs
 several results: each is computed, what the page draws is copied out, and the Result is let go of before the
-next. Sizes come from `attention.budget`, from the Config alone, before anything is computed.
+next. Sizes come from `attention.basics.budget`, from the Config alone, before anything is computed.
 
 Every visitor shares one process (Community Cloud gives the whole app 690 MB), so what the visitors' runs hold
 at once is bounded here, not per session. A large Result holds its bytes of the budget from the moment it is
@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from attention import Config, Result
-from attention import budget as sizes
+from attention.basics import budget as sizes
 
 MB = 1_000_000
 BUDGET_MB = 200  # the whole server's large results, computed and held, together (README, "Memory")
@@ -332,7 +332,7 @@ def compute(config: Config, cached: Callable[[Config, str], Result]) -> Result:
 
 
 def kept(config: Config, pick: Callable[[Result], T]) -> T:
-    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.budget.keep`),
+    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.basics.budget.keep`),
     with the Result let go of before this returns: a page that needs several results holds one at a time and
     keeps only what it draws. Raises Refused (a ValueError) as `compute` does."""
     from .results import compute as result_of  # ui.results imports this module
@@ -370,9 +370,9 @@ def or_stop(what: str) -> Iterator[None]:
 
 
 def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[[T], Any] = lambda v: v) -> T:
-    """make(), admitted against the server's budget for nbytes (its peak, from `attention.budget`), for a page
+    """make(), admitted against the server's budget for nbytes (its peak, from `attention.basics.budget`), for a page
     computation that is not one Result (the pitfalls). Once it returns, what it returns keeps its own bytes
-    (`attention.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
+    (`attention.basics.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
     run, is gone. A refusal is explained (naming `what`) and the page stopped."""
     from .state import finish
 

@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attention import experiments
+from attention.lessons import experiments
 
 from .lazy import lazy
 from .state import url_before_figure

@@ -25,8 +25,10 @@ import torch
 from streamlit.runtime.media_file_storage import MediaFileKind, MediaFileStorageError
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-from attention import Config, Result, experiments, export, presets
-from attention.config import SETTINGS
+from attention import Config, Result, presets
+from attention.basics.config import SETTINGS
+from attention.io import export
+from attention.lessons import experiments
 
 from .markup import labels
 from .results import compute
@@ -306,7 +308,7 @@ def _command_line_note(result: Result, recipe: _Recipe, too_big: list[str], key:
 
 def package_call(config: Config) -> str:
     """The same view in Python with the package: `compute(Config(...))` with every setting that differs from the
-    defaults (attention/config.py declares them); matrices and masks are named, not written out."""
+    defaults (attention/basics/config.py declares them); matrices and masks are named, not written out."""
     args = []
     for name, value in config.changes().items():
         big = SETTINGS[name].kind in ("matrix", "vector", "mask")

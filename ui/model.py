@@ -5,7 +5,7 @@ bounded caches (with its errors turned into messages), the tokens as the model s
 layer and head at once, a click selecting one), the head gallery's buttons, and the callbacks they need (here
 and not in the page: a function defined in a page holds the page's globals for as long as the session keeps the
 button). Only the Real model page imports this module, so the other pages never import safetensors or tokenizers.
-The numbers come from `attention.models.minilm` and `attention.interpret`.
+The numbers come from `attention.models.minilm` and `attention.lessons.interpret`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import streamlit as st
 import torch
 
 from attention import Result
-from attention import budget as sizes
+from attention.basics import budget as sizes
 from attention.models import minilm
 
 from . import budget

@@ -11,10 +11,11 @@ from typing import Any
 
 import streamlit as st
 
-from attention import Config, Result, experiments
+from attention import Config, Result
 from attention import compute as _compute_uncached
-from attention.budget import result_bytes
-from attention.config import SETTINGS, tokenize
+from attention.basics.budget import result_bytes
+from attention.basics.config import SETTINGS, tokenize
+from attention.lessons import experiments
 
 from . import budget
 from .state import MAX_CHARS, PARAMS, SPLIT_DERIVED, finish, get

@@ -12,8 +12,10 @@ import torch
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
-from attention import Config, compute, experiments, export, masks
-from attention.cli import main
+from attention import Config, compute, masks
+from attention.io import export
+from attention.io.cli.toy import main
+from attention.lessons import experiments
 
 ROOT = Path(__file__).resolve().parents[2]
 W = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23): every page computes with them

@@ -15,7 +15,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention import interpret
+from attention.lessons import interpret
 from attention.models import minilm
 
 ROOT = Path(__file__).resolve().parents[2]

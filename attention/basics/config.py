@@ -34,7 +34,7 @@ DRAWS = ("tutorial", "stable")
 SCALES = ("sqrt", "none", "temperature")
 MASKS = ("none", "causal", "padding", "window", "custom")
 CAUSAL_ALIGNS = ("top-left", "bottom-right")
-POSITIONS = ("none", "sinusoidal", "learned", "rope", "alibi")  # attention.position.KINDS
+POSITIONS = ("none", "sinusoidal", "learned", "rope", "alibi")  # attention.basics.position.KINDS
 
 # Sentence punctuation that sticks to a word ("short," -> "short"), as the
 # Raschka tutorial strips its comma; everything else stays part of the token.

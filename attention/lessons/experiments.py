@@ -25,11 +25,11 @@ from typing import Any
 
 import torch
 
-from . import masks
-from .config import SETTINGS, Config
-from .core import Result, apply_mask, compute, merge_heads, softmax
-from .params import flag
-from .weights import generator
+from ..basics import masks
+from ..basics.config import SETTINGS, Config
+from ..basics.core import Result, apply_mask, compute, merge_heads, softmax
+from ..basics.params import flag
+from ..basics.weights import generator
 
 # --------------------------------------------------------------------------- why divide by sqrt(d_k)
 
@@ -429,7 +429,7 @@ def _head_by_head(a: Config, b: Config, sizes: list[str]) -> bool:
 
 
 def weights_stable(config: Config) -> bool:
-    """Whether a config draws its weights a column at a time (attention.weights.stable)."""
+    """Whether a config draws its weights a column at a time (attention.basics.weights.stable)."""
     return config.draws == "stable" or config.init == "normal"
 
 

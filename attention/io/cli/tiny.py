@@ -18,9 +18,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..cli import UsageError, _Parser, fail
-from ..params import flag
-from . import tiny
+from ...basics.params import flag
+from ...models import tiny
+from .toy import UsageError, _Parser, fail
 
 
 def parser() -> argparse.ArgumentParser:

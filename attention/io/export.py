@@ -17,10 +17,10 @@ from typing import Any, NamedTuple, TextIO
 
 import torch
 
-from . import masks, position
-from .config import Config
-from .core import Result
-from .weights import stable
+from ..basics import masks, position
+from ..basics.config import Config
+from ..basics.core import Result
+from ..basics.weights import stable
 
 # A spreadsheet evaluates a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -851,7 +851,7 @@ class _Script:
         return self._key_init() != "embedding" or c.embeddings is not None or c.embedding_init != "embedding"
 
     def _table_words_include_keys(self) -> bool:
-        """The embedding table covers the key words too (as attention.weights.vocabulary does)."""
+        """The embedding table covers the key words too (as attention.basics.weights.vocabulary does)."""
         c = self.c
         return c.is_cross and c.cross_embeddings is None and c.cross_embedding_init in (None, "embedding")
 

@@ -86,7 +86,7 @@ def pitfalls_bytes(config: Config) -> int:
     version, the all-positive weights' version, every query head against every key head, and the mistakes' weights,
     contexts and outputs). Measured at the largest setting (64 tokens, 16 heads, d 256): 123 MB at the peak, 48 MB
     kept, against 139 MB here."""
-    from .experiments import pitfall_config  # experiments imports core, which imports this module's neighbours
+    from ..lessons.experiments import pitfall_config  # experiments imports core, which imports this module's neighbours
 
     return 6 * result_bytes(pitfall_config(config))
 

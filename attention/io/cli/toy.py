@@ -28,10 +28,11 @@ from typing import Any, NoReturn
 
 import torch
 
-from . import export, presets
-from .config import MAX_DIM, MAX_TOKENS, SETTINGS, Config, tokenize
-from .core import Result, batch_results, compute
-from .params import flag
+from ...basics import presets
+from ...basics.config import MAX_DIM, MAX_TOKENS, SETTINGS, Config, tokenize
+from ...basics.core import Result, batch_results, compute
+from ...basics.params import flag
+from .. import export
 
 PROG = "attention"
 FLOAT32_MAX = torch.finfo(torch.float32).max
@@ -58,7 +59,7 @@ MAX_TILES = 1 << 14
 TILE_OVERHEAD = 2048
 
 
-MODELS = ("minilm", "smollm2")  # all-MiniLM-L6-v2 (attention.models.minilm); smollm2: attention.models.smollm2_cli
+MODELS = ("minilm", "smollm2")  # all-MiniLM-L6-v2 (attention.models.minilm); smollm2: attention.io.cli.smollm2
 MODEL_VIEW = (3, 1)  # the layer and head --model shows by default: the Real model page's opening view
 
 
@@ -74,7 +75,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line, one flag a declared setting (attention.params): its kind gives the type, choices or
+    """The command line, one flag a declared setting (attention.basics.params): its kind gives the type, choices or
     file reader, its help the text, and a setting used only with another's value says that it implies it."""
     p = _Parser(
         prog=f"python -m {PROG}",
@@ -281,7 +282,7 @@ def read_vector(path: str, flag: str) -> list[float]:
 
 
 READERS: dict[str, Callable[[str, str], Any]] = {"matrix": read_matrix, "vector": read_vector, "mask": read_mask}
-BATCHABLE = ("embeddings", "cross_embeddings")  # a (B, T, d) file of these runs a batch (attention.core.compute_batch)
+BATCHABLE = ("embeddings", "cross_embeddings")  # a (B, T, d) file of these: a batch (basics.core.compute_batch)
 
 
 def read_inputs(path: str, flag: str) -> list:
@@ -328,7 +329,7 @@ def build(args: argparse.Namespace) -> tuple[Config, Batch | None]:
     """The preset's config (or the defaults) with every flag that was given put over it, and the batch when
     --embeddings (or --cross-embeddings) holds one: the config then has the batch's first sequence.
 
-    A setting used only with another's value (attention.params: `when`) implies that value when it is the only
+    A setting used only with another's value (attention.basics.params: `when`) implies that value when it is the only
     one given for it: --temperature implies --scale temperature, --padding --mask padding, --w-query --init given.
     A preset's own matrices give way to flags they no longer fit: a new sentence of another length drops
     the preset's embeddings (keeping their width), new embeddings drop words that no longer label them,
@@ -397,7 +398,7 @@ def model_result(args: argparse.Namespace, script: bool = False) -> Result | Con
     given = [flag(name) for name in SETTINGS if name != "sentence" and getattr(args, name) is not None]
     if given:
         raise UsageError(f"{given[0]} is a toy setting; with --model only --sentence, --layer and --head apply")
-    from .models import minilm  # only here: the other commands never read the model
+    from ...models import minilm  # only here: the other commands never read the model
 
     layer, head = (
         (MODEL_VIEW[0] if args.layer is None else args.layer),
@@ -513,7 +514,7 @@ def _rows(t: torch.Tensor) -> list:
 
 def write_decode(result: Result, fmt: str) -> None:
     """--decode: every step of generating the tokens with a KV cache (attention.decoding), as text or JSON."""
-    from . import decoding
+    from ... import decoding
 
     steps = decoding.decode_result(result)
     tokens = [_printable(t) for t in result.tokens]
@@ -537,15 +538,15 @@ def _tiles(t_q: int, t_k: int, block_size: int) -> int:
 
 
 def tile_bytes(t_q: int, t_k: int, heads: int, d_v: int, block_size: int) -> int:
-    """What --block-size keeps of every tile (attention.flash.Tile): the allowed mask, the scores, m, l and the
+    """What --block-size keeps of every tile (attention.llm.flash.Tile): the allowed mask, the scores, m, l and the
     output so far, and the Python objects around them."""
     per_tile = 4 * heads * (block_size * block_size + 2 * block_size + block_size * d_v) + block_size**2
     return _tiles(t_q, t_k, block_size) * (per_tile + TILE_OVERHEAD)
 
 
 def write_tiled(result: Result, block_size: int, fmt: str) -> None:
-    """--block-size B: FlashAttention's tiles (attention.flash) over the computed queries, keys and values."""
-    from . import flash
+    """--block-size B: FlashAttention's tiles (attention.llm.flash) over the computed queries, keys and values."""
+    from ...llm import flash
 
     if not 1 <= block_size <= len(result.key_tokens):
         raise UsageError(f"--block-size must be from 1 to the {len(result.key_tokens)} keys, got {block_size}")
@@ -632,13 +633,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a == "--train" or a.startswith("--train=") for a in argv):  # the tiny model's training: flags of its own
-        from .models import tiny_cli
+        from . import tiny as tiny_cli
 
         return tiny_cli.main(argv)
     if "--model=smollm2" in argv or any(
         a == "--model" and b == "smollm2" for a, b in zip(argv, argv[1:], strict=False)
     ):
-        from .models import smollm2_cli  # the chat model: flags of its own (--generate, --temperature)
+        from . import smollm2 as smollm2_cli  # the chat model: flags of its own (--generate, --temperature)
 
         return smollm2_cli.main(argv)
     try:

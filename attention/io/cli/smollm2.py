@@ -20,10 +20,10 @@ import json
 import sys
 from collections.abc import Sequence
 
+from ...basics.params import flag
+from ...models import smollm2 as S
 from .. import export
-from ..cli import OUT_OF_MEMORY, UsageError, _Parser, fail, render_table
-from ..params import flag
-from . import smollm2 as S
+from .toy import OUT_OF_MEMORY, UsageError, _Parser, fail, render_table
 
 FLAGS = ("layer", "head", "temperature", "top_k", "generate")  # smollm2.SETTINGS offered on the command line
 
