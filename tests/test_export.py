@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from strategies import configs
 
 from attention import Config, compute, masks, presets
-from attention.io.export import labels, matrix_csv, safe_cell, script, to_dict, to_json
+from attention.io.export import labels, matrix_csv, safe_cell, to_dict, to_json
+from attention.io.script import script
 
 HEAD_KEYS = {
     "w_query",

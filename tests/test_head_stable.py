@@ -16,7 +16,7 @@ from test_export import assert_reproduces, exec_script
 from attention import Config, compute
 from attention.basics.config import SETTINGS
 from attention.basics.weights import column_seed, input_scale, projections, seeded_projections
-from attention.io.export import script
+from attention.io.script import script
 
 DASHBOARD_INITS = SETTINGS["init"].dashboard  # every init the pages offer
 DRAWN = tuple(i for i in DASHBOARD_INITS if i != "identity")

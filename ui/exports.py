@@ -27,7 +27,7 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from attention import Config, Result, presets
 from attention.basics.config import SETTINGS
-from attention.io import export
+from attention.io import export, script
 from attention.lessons import experiments
 
 from .markup import labels
@@ -324,4 +324,4 @@ def code(config: Config) -> None:
         st.caption("With this project's package (`pip install -e .` in a checkout):")
         st.code(package_call(config), language="python")
         st.caption("In plain PyTorch, every step written out:")
-        st.code(export.script(config), language="python")
+        st.code(script.script(config), language="python")

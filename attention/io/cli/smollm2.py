@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from ...basics.params import flag
 from ...models import smollm2 as S
-from .. import export
+from .. import export, script
 from .toy import OUT_OF_MEMORY, UsageError, _Parser, fail, render_table
 
 FLAGS = ("layer", "head", "temperature", "top_k", "generate")  # smollm2.SETTINGS offered on the command line
@@ -60,7 +60,7 @@ def head(model: S.Model, prompt: S.Prompt, layer: int, h: int, fmt: str) -> None
         export.write_json(result, sys.stdout)
         sys.stdout.write("\n")
     elif fmt == "script":
-        sys.stdout.write(export.script(result.config))
+        sys.stdout.write(script.script(result.config))
     else:
         truncated = f" (the first {S.PAGE_TOKENS} tokens)" if prompt.truncated else ""
         sys.stdout.write(f"{S.NAME}, layer {layer}, head {h} (reads K/V head {h // model.group}){truncated}\n\n")

@@ -32,7 +32,7 @@ from ...basics import presets
 from ...basics.config import MAX_DIM, MAX_TOKENS, SETTINGS, Config, tokenize
 from ...basics.core import Result, batch_results, compute
 from ...basics.params import flag
-from .. import export
+from .. import export, script
 
 PROG = "attention"
 FLOAT32_MAX = torch.finfo(torch.float32).max
@@ -671,7 +671,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return write_batch(config, batch, args.format)
         if args.format == "script":  # the script computes it: only its config is needed
             config = model_result(args, script=True) if args.model else config
-            sys.stdout.write(export.script(config))
+            sys.stdout.write(script.script(config))
             return 0
         result = model_result(args) if args.model else compute(config)
         config = result.config
@@ -692,7 +692,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             export.write_json(result, sys.stdout)  # streamed: the text can be gigabytes
             sys.stdout.write("\n")
         elif args.format == "script":
-            sys.stdout.write(export.script(config))
+            sys.stdout.write(script.script(config))
         else:
             if args.model:
                 sys.stdout.write(f"all-MiniLM-L6-v2, layer {args.layer}, head {args.head}\n\n")
