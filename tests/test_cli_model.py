@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention.io.cli.toy import main
+from attention.io.cli.main import main
 from attention.models import minilm
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from attention import Config, compute, tokenize
-from attention.io.cli.toy import main
+from attention.io.cli.main import main
 from attention.lessons import experiments
 
 OCTAVES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)

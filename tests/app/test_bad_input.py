@@ -22,7 +22,7 @@ import ui
 from attention import Config, compute
 from attention.basics.config import HEAD_LAYOUTS, MASKS
 from attention.io import export
-from attention.io.cli.toy import main as cli
+from attention.io.cli.main import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = " ".join(f"w{i}" for i in range(512))

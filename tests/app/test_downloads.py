@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 import ui
 from attention import Config, Result, compute, presets
 from attention.io import export
-from attention.io.cli.toy import main as cli
+from attention.io.cli.main import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "the cat sat on the mat while the dog slept"

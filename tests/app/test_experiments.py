@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention import Config, compute, masks
 from attention.io import export
-from attention.io.cli.toy import main
+from attention.io.cli.main import main
 from attention.lessons import experiments
 
 ROOT = Path(__file__).resolve().parents[2]

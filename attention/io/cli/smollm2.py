@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from ...basics.params import flag
 from ...models import smollm2 as S
 from .. import export, script
-from .toy import OUT_OF_MEMORY, UsageError, _Parser, fail, render_table
+from .common import OUT_OF_MEMORY, Parser, UsageError, fail, render_table
 
 FLAGS = ("layer", "head", "temperature", "top_k", "generate")  # smollm2.SETTINGS offered on the command line
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog="python -m attention --model smollm2",
         description=f"One head of {S.NAME} on --sentence (the keys of a toy result), or --generate N tokens one "
         "at a time reading the model's KV cache.",

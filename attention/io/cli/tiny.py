@@ -20,11 +20,11 @@ from typing import Any
 
 from ...basics.params import flag
 from ...models import tiny
-from .toy import UsageError, _Parser, fail
+from .common import Parser, UsageError, fail
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog="python -m attention --train",
         description="Train a tiny attention-only transformer and print its snapshots: loss, loss on the task's "
         "answers, and every head's previous-token and task scores.",

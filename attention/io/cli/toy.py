@@ -1,4 +1,5 @@
-"""The command line: `python -m attention [--preset NAME] [--FIELD VALUE ...] [--format table|json|script]`.
+"""The toy computation's command line: `python -m attention [--preset NAME] [--FIELD VALUE ...]
+[--format table|json|script]`.
 
 Every Config field is a flag (`d_k` is `--d-k`), matrices are JSON files, and flags given override the
 preset's values. Bad flags or values exit with status 2 and one line on stderr, never a traceback.
@@ -19,39 +20,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import stat
 import sys
-import unicodedata
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 
 from ...basics import presets
-from ...basics.config import MAX_DIM, MAX_TOKENS, SETTINGS, Config, tokenize
+from ...basics.config import SETTINGS, Config
 from ...basics.core import Result, batch_results, compute
 from ...basics.params import flag
 from .. import export, script
+from .common import OUT_OF_MEMORY, OVERFLOW, PROG, Parser, UsageError, fail, printable, render_table
+from .inputs import BATCHABLE, READERS, count_words, is_batch, read_inputs, sentence_reader
+from .minilm import MODEL_VIEW, model_result
 
-PROG = "attention"
-FLOAT32_MAX = torch.finfo(torch.float32).max
 WEIGHT_FIELDS = tuple(name for name, s in SETTINGS.items() if s.when == ("init", "given"))  # w_* and b_*
-# The largest input matrix the limits allow is MAX_TOKENS rows of MAX_DIM numbers (512 x 4096: real
-# embeddings of a 4096-wide model). json.dumps writes a float in at most 24 characters
-# ("-2.2250738585072014e-308"), 30 with a comma and indent=2's line and spaces: 32 bytes a number holds any
-# such file, so 64 MiB. A bigger file is no legal input (given weights can be larger for the package, but
-# not as JSON text for the command line), and reading one could exhaust memory before anything is checked.
-MAX_INPUT_BYTES = MAX_TOKENS * MAX_DIM * 32
-OVERFLOW = "the numbers overflow float32 (inputs or weights too large): scale them down"
-OUT_OF_MEMORY = "not enough memory for these sizes: try fewer tokens or heads, or smaller d_model, d_k or d_v"
-# Sizes checked before any work, so that no input costs more than about a gigabyte or a few seconds to refuse.
-# JSON parsed into Python costs ~32 bytes a number and ~60 a list, whatever the file's size says: a file is
-# counted (its commas and brackets) before it is parsed. The largest input matrix (MAX_TOKENS x MAX_DIM) is the
-# most numbers one file may hold; a batch holds at most MAX_BATCH sequences (each one compute and one write).
-MAX_NUMBERS = MAX_TOKENS * MAX_DIM  # 2,097,152: 512 x 4096
-MAX_BATCH = 1024
-MAX_LISTS = MAX_BATCH * (MAX_TOKENS + 1) + 1  # rows and sequences of the largest batch of the longest sequences
 # --block-size keeps every tile's state (its scores, m, l and output so far) to show them: at most TILE_BYTES of
 # them, and MAX_TILES tiles (each a line of output), with TILE_OVERHEAD bytes of Python objects each.
 TILE_BYTES = 256 << 20
@@ -60,24 +44,12 @@ TILE_OVERHEAD = 2048
 
 
 MODELS = ("minilm", "smollm2")  # all-MiniLM-L6-v2 (attention.models.minilm); smollm2: attention.io.cli.smollm2
-MODEL_VIEW = (3, 1)  # the layer and head --model shows by default: the Real model page's opening view
-
-
-class UsageError(Exception):
-    """A bad flag or value: reported as one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse whose own errors are one line, like ours, instead of usage text and a message."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
 
 
 def parser() -> argparse.ArgumentParser:
     """The command line, one flag a declared setting (attention.basics.params): its kind gives the type, choices or
     file reader, its help the text, and a setting used only with another's value says that it implies it."""
-    p = _Parser(
+    p = Parser(
         prog=f"python -m {PROG}",
         description="Attention one step at a time: every intermediate of self-, masked, multi-head and "
         "cross-attention. Flags override the preset's values.",
@@ -128,195 +100,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-# reading flags ----------------------------------------------------------------------------------
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _kind(mode: int) -> str:
-    """What a path that is not a regular file is, for an error message."""
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
-
-
-def _check_file(mode: int, size: int, path: str, flag: str) -> None:
-    """Refuse what is not a regular file, or is too big to be a legal input."""
-    if not stat.S_ISREG(mode):
-        # a device can be endless (/dev/zero) and a FIFO blocks until a writer comes: neither is read
-        todo = "save the text to a file and give its path" if stat.S_ISFIFO(mode) else "give the path of a JSON file"
-        raise UsageError(f"{flag}: {path!r} is {_kind(mode)}: {todo}")
-    if size > MAX_INPUT_BYTES:
-        raise UsageError(
-            f"{flag}: {path!r} is {math.ceil(size / 2**20)} MiB, but input files may be at most "
-            f"{MAX_INPUT_BYTES >> 20} MiB of JSON: give a smaller matrix"
-        )
-
-
-def read_text(path: str, flag: str) -> str:
-    """A regular file's text, at most MAX_INPUT_BYTES, UTF-8 with or without a byte-order mark."""
-    try:
-        info = os.stat(path)
-        _check_file(info.st_mode, info.st_size, path, flag)  # before opening: opening a FIFO blocks
-        # O_NONBLOCK: should the path become a FIFO after the stat, opening it still returns at once
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-        with open(fd, "rb") as f:
-            info = os.fstat(fd)
-            _check_file(info.st_mode, info.st_size, path, flag)
-            data = f.read(MAX_INPUT_BYTES + 1)  # a size from stat can be wrong: /proc files say 0
-    except (OSError, ValueError) as exc:  # ValueError: a NUL character in the path
-        raise UsageError(f"{flag}: cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise UsageError(f"{flag}: {path!r} is over {MAX_INPUT_BYTES >> 20} MiB: give a smaller matrix")
-    try:
-        return data.decode("utf-8-sig")  # editors on Windows start UTF-8 files with a byte-order mark
-    except UnicodeDecodeError:
-        raise UsageError(f"{flag}: {path!r} is not UTF-8 text") from None
-
-
-def read_json(path: str, flag: str) -> Any:
-    """The JSON value in a file; NaN and Infinity literals are refused, and so is a file of more numbers or lists
-    than any input may hold (counted before it is parsed: parsing costs ~32 bytes a number)."""
-    text = read_text(path, flag)
-    numbers, lists = text.count(",") + 1, text.count("[")
-    if numbers > MAX_NUMBERS:
-        raise UsageError(f"{flag}: {path!r} holds about {numbers:,} numbers; an input may hold at most "
-                         f"{MAX_NUMBERS:,} ({MAX_TOKENS} x {MAX_DIM})")  # fmt: skip
-    if lists > MAX_LISTS:
-        raise UsageError(f"{flag}: {path!r} holds {lists:,} lists (rows); an input may hold at most {MAX_LISTS:,} "
-                         f"(a batch of {MAX_BATCH} sequences of {MAX_TOKENS} rows)")  # fmt: skip
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise UsageError(f"{flag}: {path!r} is nested too deeply") from None
-    except ValueError as exc:  # json.JSONDecodeError, NaN/Infinity, integers with too many digits
-        raise UsageError(f"{flag}: {path!r} is not valid JSON: {exc}") from None
-
-
-def read_matrix(path: str, flag: str) -> list[list[float]]:
-    """A rectangular JSON list of rows of finite numbers that fit a float32."""
-    return _matrix_value(read_json(path, flag), path, flag)
-
-
-def read_matrix_rows(value: list[list[Any]], path: str, flag: str) -> list[list[float]]:
-    """The rows, checked: all as long as the first, each entry a number that fits a float32. A matrix that torch
-    reads as one and whose numbers all fit is checked at once; any other is walked to say where it is wrong."""
-    if _fits(value):
-        return value
-    for i, row in enumerate(value):
-        if len(row) != len(value[0]):
-            sizes = f"row 1 has {len(value[0])} numbers, row {i + 1} has {len(row)}"
-            raise UsageError(f"{flag}: the matrix is not rectangular: {sizes}")
-        for x in row:
-            if isinstance(x, bool) or not isinstance(x, (int, float)):
-                raise UsageError(f"{flag}: row {i + 1} holds {json.dumps(x)[:40]}, not a number")
-            if not (isinstance(x, int) or math.isfinite(x)) or abs(x) > FLOAT32_MAX:
-                shown = str(x) if len(str(x)) <= 12 else str(x)[:9] + "..."
-                raise UsageError(f"{flag}: {shown} in row {i + 1} does not fit a float32 (at most {FLOAT32_MAX:.3g})")
-    return value
-
-
-def _fits(value: list[list[Any]]) -> bool:
-    """Whether the rows are a rectangular matrix of numbers (no true/false) that all fit a float32, checked in torch
-    (a second a million numbers faster than walking them)."""
-    try:
-        t = torch.tensor(value, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError, OverflowError):
-        return False
-    if t.dim() != 2 or not bool(torch.isfinite(t).all() and t.abs().max() <= FLOAT32_MAX):
-        return False
-    return not any(type(x) is bool for row in value for x in row)  # torch reads true as 1
-
-
-def read_mask(path: str, flag: str = "--custom-mask") -> list[list[bool]]:
-    """A T_q x T_k mask: rows of true/false or 1/0, bare or as {"mask": rows} (the dashboard's export)."""
-    value = read_json(path, flag)
-    if isinstance(value, dict):
-        if "mask" not in value:
-            raise UsageError(f'{flag}: {path!r} holds an object without a "mask" entry')
-        value = value["mask"]
-    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
-        raise UsageError(f"{flag}: {path!r} must hold a list of rows of true/false, e.g. [[true, false], [true, true]]")
-    for i, row in enumerate(value):
-        if not all(x is True or x is False or (type(x) is int and x in (0, 1)) for x in row):
-            raise UsageError(f"{flag}: row {i + 1} must hold only true/false or 1/0")
-    return [[bool(x) for x in row] for row in value]
-
-
-def sentence_reader(name: str) -> Callable[[str], str]:
-    """The reader of --sentence-file (name "sentence") or --cross-sentence-file: a file's text, or from a
-    .json file a JSON string or an object's `name` entry (the mask editor's mask.json)."""
-    flag = "--" + name.replace("_", "-") + "-file"
-
-    def read(path: str) -> str:
-        if not path.lower().endswith(".json"):
-            return read_text(path, flag)
-        value = read_json(path, flag)
-        if isinstance(value, dict):
-            if name not in value:
-                raise UsageError(f'{flag}: {path!r} holds an object without a "{name}" entry')
-            value = value[name]
-        if not isinstance(value, str):
-            raise UsageError(f'{flag}: {path!r} must hold a JSON string or an object with a "{name}" string')
-        return value
-
-    return read
-
-
-def _words(sentence: str | None) -> int:
-    return len(tokenize(sentence)) if sentence else 0
-
-
-def read_vector(path: str, flag: str) -> list[float]:
-    """A JSON list of finite numbers that fit a float32 (a bias)."""
-    value = read_json(path, flag)
-    if not isinstance(value, list) or not value:
-        raise UsageError(f"{flag}: {path!r} must hold a list of numbers, e.g. [0.5, -1]")
-    return read_matrix_rows([value], path, flag)[0]
-
-
-READERS: dict[str, Callable[[str, str], Any]] = {"matrix": read_matrix, "vector": read_vector, "mask": read_mask}
-BATCHABLE = ("embeddings", "cross_embeddings")  # a (B, T, d) file of these: a batch (basics.core.compute_batch)
-
-
-def read_inputs(path: str, flag: str) -> list:
-    """Input rows: a (T, d) matrix, or a (B, T, d) batch of them, every sequence of one shape."""
-    value = read_json(path, flag)
-    if not (isinstance(value, list) and value and isinstance(value[0], list) and value[0]
-            and isinstance(value[0][0], list)):  # fmt: skip
-        return _matrix_value(value, path, flag)
-    if len(value) > MAX_BATCH:
-        raise UsageError(f"{flag}: {path!r} holds a batch of {len(value):,} sequences; at most {MAX_BATCH} are "
-                         "computed at once: split the file")  # fmt: skip
-    for b, sequence in enumerate(value):
-        if not isinstance(sequence, list) or not sequence or not all(isinstance(r, list) and r for r in sequence):
-            raise UsageError(f"{flag}: sequence {b + 1} of the batch in {path!r} is not a matrix (a list of rows)")
-        if (len(sequence), len(sequence[0])) != (len(value[0]), len(value[0][0])):
-            raise UsageError(
-                f"{flag}: a batch is (B, T, d): sequence 1 is {len(value[0])}x{len(value[0][0])} but sequence "
-                f"{b + 1} is {len(sequence)}x{len(sequence[0])}; pad them to one length"
-            )
-        read_matrix_rows(sequence, path, f"{flag} (sequence {b + 1})")
-    return value
-
-
-def _matrix_value(value: Any, path: str, flag: str) -> list[list[float]]:
-    if not isinstance(value, list) or not value or not all(isinstance(row, list) and row for row in value):
-        raise UsageError(f"{flag}: {path!r} must hold a matrix: a list of rows of numbers, e.g. [[1, 0], [0, 1]]")
-    return read_matrix_rows(value, path, flag)
-
-
-def is_batch(rows: Any) -> bool:
-    """Whether read inputs are a (B, T, d) batch rather than one (T, d) matrix."""
-    return rows is not None and isinstance(rows[0][0], list)
-
-
 def build_config(args: argparse.Namespace) -> Config:
     """The preset's config (or the defaults) with every flag that was given put over it (`build`)."""
     return build(args)[0]
@@ -350,10 +133,10 @@ def build(args: argparse.Namespace) -> tuple[Config, Batch | None]:
     if args.embeddings is not None and args.d_model is None:
         changes["d_model"] = None  # the given embeddings' width
     for matrix, text in (("embeddings", "sentence"), ("cross_embeddings", "cross_sentence")):
-        if matrix in changes and text not in changes and _words(getattr(base, text)) != len(changes[matrix]):
+        if matrix in changes and text not in changes and count_words(getattr(base, text)) != len(changes[matrix]):
             changes[text] = None  # labelled x1..xT (y1..yT) instead
         rows = getattr(base, matrix)
-        if text in changes and matrix not in changes and rows is not None and _words(changes[text]) != len(rows):
+        if text in changes and matrix not in changes and rows is not None and count_words(changes[text]) != len(rows):
             changes[matrix] = None  # drawn for the new words instead
             if matrix == "embeddings" and args.d_model is None:
                 changes["d_model"] = base.width
@@ -388,113 +171,12 @@ def _batch(inputs: list | None, key_inputs: list | None) -> Batch | None:
     return x, torch.tensor(key_inputs, dtype=torch.float32)  # (B, T_k, d_kv)
 
 
-def model_result(args: argparse.Namespace, script: bool = False) -> Result | Config:
-    """--model: compute(head_config(...)) of the chosen layer and head on --sentence, labelled with the model's
-    subword tokens (with script, the head's config alone). Another Config flag, --preset, or a layer or head out
-    of range is a UsageError. The model reads at most its 512 tokens: only the start of a long text is tokenized,
-    and of the run only the hidden states are kept (a `Reading`)."""
-    if args.preset:
-        raise UsageError("--model runs a pretrained model's head; --preset picks a toy tutorial: leave one out")
-    given = [flag(name) for name in SETTINGS if name != "sentence" and getattr(args, name) is not None]
-    if given:
-        raise UsageError(f"{given[0]} is a toy setting; with --model only --sentence, --layer and --head apply")
-    from ...models import minilm  # only here: the other commands never read the model
-
-    layer, head = (
-        (MODEL_VIEW[0] if args.layer is None else args.layer),
-        (MODEL_VIEW[1] if args.head is None else args.head),
-    )
-    model = minilm.load()
-    if not 0 <= layer < len(model.layers):
-        raise UsageError(f"--layer must be a layer of the model, 0 to {len(model.layers) - 1}, got {layer}")
-    if not 0 <= head < model.heads:
-        raise UsageError(f"--head must be a head of the model, 0 to {model.heads - 1}, got {head}")
-    args.layer, args.head = layer, head  # for the table's first line
-    run = minilm.read(model, minilm.DEFAULT_SENTENCE if args.sentence is None else args.sentence, 0)
-    if script:
-        return minilm.head_config(model, run, layer, head)
-    return minilm.head_result(model, run, layer, head)
-
-
-# output -----------------------------------------------------------------------------------------
-
-
-# Characters a terminal acts on rather than shows: controls (escape sequences, bells), lone surrogates,
-# line separators and the bidirectional overrides of "Trojan Source"; emoji joiners and accents stay.
-_UNSAFE_CATEGORIES = {"Cc", "Cs", "Co", "Cn", "Zl", "Zp"}
-_BIDI_CONTROLS = set("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def _printable(text: str) -> str:
-    """User text safe for a terminal: control and bidi-override characters are shown escaped."""
-    return "".join(
-        repr(c)[1:-1] if c in _BIDI_CONTROLS or unicodedata.category(c) in _UNSAFE_CATEGORIES else c for c in text
-    )
-
-
-def _short(label: str, width: int) -> str:
-    label = _printable(label)
-    return label if len(label) <= width else label[: width - 1] + "~"
-
-
-def table(matrix: torch.Tensor, rows: Sequence[str], cols: Sequence[str]) -> list[str]:
-    """A matrix as aligned text lines, rows and columns labelled."""
-    width = 10
-    left = min(max(len(_printable(r)) for r in rows), 18)
-    lines = [" " * left + "".join(f"{_short(c, width - 1):>{width}}" for c in cols)]
-    for label, values in zip(rows, matrix.tolist(), strict=True):
-        lines.append(f"{_short(label, left):<{left}}" + "".join(f"{x:>{width}.4f}" for x in values))
-    return lines
-
-
-def render_table(result: Result, preset: presets.Preset | None = None) -> str:
-    """The readable report: the setting, then per head omega, the weights and the context, then the output."""
-    c = result.config
-    q, k = export.labels(result.tokens), export.labels(result.key_tokens)
-    d_k, d_v = c.head_dims
-    scale = {"sqrt": f"1/sqrt({d_k})", "none": "none", "temperature": f"1/{c.temperature:g}"}[c.scale]
-    out = []
-    if preset is not None:
-        out += [f"{preset.name}: {preset.source.title}", ""]
-    out += [
-        "tokens:     " + " ".join(_printable(t) for t in result.tokens),
-        *(["key tokens: " + " ".join(_printable(t) for t in result.key_tokens)] if c.is_cross else []),
-        (
-            f"d_model {c.width}, {c.heads} head(s), {c.head_layout} layout, d_k {d_k}, d_v {d_v}, init {c.init}, "
-            f"scale {scale}, mask {c.mask}, dropout {c.dropout:g}, seed {c.seed}"
-        ),
-    ]
-    if result.has_empty_rows:
-        empty = [q[i] for i in result.empty_rows.nonzero().flatten().tolist()]
-        out.append("queries with every key masked (zero weights and context): " + ", ".join(map(_printable, empty)))
-    dims_v = [f"v{j + 1}" for j in range(d_v)]
-    for i in range(result.heads):
-        head = f"head {i + 1}: " if result.heads > 1 else ""
-        out += ["", f"{head}omega = Q K^T (queries x keys)", *table(result.omega[i], q, k)]
-        out += ["", f"{head}weights = softmax(omega * {scale}) (rows sum to 1)", *table(result.weights[i], q, k)]
-        if c.dropout > 0:
-            out += ["", f"{head}weights after dropout p={c.dropout:g}", *table(result.dropped_weights[i], q, k)]
-        out += ["", f"{head}context = weights @ V", *table(result.context[i], q, dims_v)]
-    what = "concat(heads) @ W_out" + (" + b_out" if result.b_out is not None else "")
-    if result.w_out is not None or result.heads > 1:
-        title = what if result.w_out is not None else "concat(heads)"
-        dims = [f"o{j + 1}" for j in range(result.output.shape[1])]
-        out += ["", f"output = {title}", *table(result.output, q, dims)]
-    return "\n".join(out) + "\n"
-
-
 def list_presets() -> str:
     width = max(len(name) for name in presets.PRESETS)
     return "".join(f"{p.name:<{width}}  {p.source.seed_file[:3]}  {p.source.title}\n" for p in presets.PRESETS.values())
 
 
-# entry point ------------------------------------------------------------------------------------
-
-
-def fail(message: str) -> int:
-    """Report bad input as one line on stderr; the exit status is 2."""
-    print(f"{PROG}: error: {_printable(' '.join(str(message).split()))}", file=sys.stderr)
-    return 2
+# output modes -------------------------------------------------------------------------------------
 
 
 def _write(write: Callable[[], None]) -> int:
@@ -517,7 +199,7 @@ def write_decode(result: Result, fmt: str) -> None:
     from ... import decoding
 
     steps = decoding.decode_result(result)
-    tokens = [_printable(t) for t in result.tokens]
+    tokens = [printable(t) for t in result.tokens]
     if fmt == "json":
         json.dump({"tokens": list(result.tokens), "kv_heads": steps[0].kv_heads, "steps": [
             {"t": s.t, "token": result.tokens[s.t], "allowed": _rows(s.allowed), "weights": _rows(s.weights),
@@ -609,39 +291,8 @@ def _finite(result: Result) -> bool:
     return bool(torch.isfinite(result.output).all() and torch.isfinite(result.weights).all())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line on argv (sys.argv[1:] when None); returns the exit status: 0, or 2 for bad input.
-
-    Whatever a library raises for memory (MemoryError, torch's "can't allocate memory") or tokenizers raises
-    from its Rust side (a PanicException, not an Exception) is one line with status 2 too, never a traceback."""
-    try:
-        return _main(argv)
-    except MemoryError:
-        return fail(OUT_OF_MEMORY)
-    except RuntimeError as exc:
-        return fail(OUT_OF_MEMORY if "alloc" in str(exc) else f"cannot compute this config: {exc}")
-    except BrokenPipeError:  # the reader left: __main__ ends quietly
-        raise
-    except Exception as exc:  # noqa: BLE001  one line, whatever went wrong (tokenizers' errors are Exception)
-        return fail(f"{type(exc).__name__}: {exc}")
-    except BaseException as exc:
-        if type(exc).__name__ != "PanicException":  # KeyboardInterrupt, SystemExit: as they are
-            raise
-        return fail(f"the tokenizer failed: {exc}")
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if any(a == "--train" or a.startswith("--train=") for a in argv):  # the tiny model's training: flags of its own
-        from . import tiny as tiny_cli
-
-        return tiny_cli.main(argv)
-    if "--model=smollm2" in argv or any(
-        a == "--model" and b == "smollm2" for a, b in zip(argv, argv[1:], strict=False)
-    ):
-        from . import smollm2 as smollm2_cli  # the chat model: flags of its own (--generate, --temperature)
-
-        return smollm2_cli.main(argv)
+def run(argv: Sequence[str]) -> int:
+    """The toy computation (or --model minilm's head) on argv: 0, or 2 with one line for bad input."""
     try:
         args = parser().parse_args(argv)
     except UsageError as exc:
