@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attention.lessons import experiments
+from attention.lessons import scaling
 
 from .lazy import lazy
 from .state import url_before_figure
@@ -36,15 +36,15 @@ def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: 
     return (container or st).vega_lite_chart(frame, spec, width="stretch", height=height, key=key, **kw)
 
 
-SWEEP_SERIES = ("unscaled", "scaled ÷ √d_k")  # the legend's names of experiments.VARIANTS, in its order
+SWEEP_SERIES = ("unscaled", "scaled ÷ √d_k")  # the legend's names of scaling.VARIANTS, in its order
 
 
-def sweep_frame(sweep: experiments.ScalingSweep, metric: str) -> pd.DataFrame:
+def sweep_frame(sweep: scaling.ScalingSweep, metric: str) -> pd.DataFrame:
     """One metric of a sweep in long form for `band_chart`: d_k, series, mean, lo, hi (10th/90th percentile)."""
     parts = []
-    for variant in experiments.VARIANTS:
+    for variant in scaling.VARIANTS:
         mean, lo, hi = sweep.band(metric, variant)
-        name = SWEEP_SERIES[experiments.VARIANTS.index(variant)]
+        name = SWEEP_SERIES[scaling.VARIANTS.index(variant)]
         parts.append(pd.DataFrame({"d_k": sweep.d_ks.numpy(), "series": name, "mean": mean.numpy(),
                                    "lo": lo.numpy(), "hi": hi.numpy()}))  # fmt: skip
     return pd.concat(parts, ignore_index=True)
@@ -155,11 +155,11 @@ def bars(values: torch.Tensor, rows: Sequence[str], *, title: str, key: str, blo
     chart(frame, spec, height=height, key=key, container=container)
 
 
-def sweep_table(sweep: experiments.ScalingSweep) -> pd.DataFrame:
+def sweep_table(sweep: scaling.ScalingSweep) -> pd.DataFrame:
     """A sweep's means over the seeds, one row per d_k, one column per metric and variant."""
     table = {"d_k": sweep.d_ks.numpy()}
     for metric, name in (("spread", "score std"), ("entropy", "entropy"), ("top", "largest weight")):
-        for variant in experiments.VARIANTS:
+        for variant in scaling.VARIANTS:
             table[f"{name}, {variant}"] = sweep.band(metric, variant)[0].numpy()
     return pd.DataFrame(table)
 

@@ -28,7 +28,6 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from attention import Config, Result, presets
 from attention.basics.config import SETTINGS
 from attention.io import export, script
-from attention.lessons import experiments
 
 from .markup import labels
 from .results import compute
@@ -219,7 +218,7 @@ def export_file(what: str, recipe: _Recipe, head: int = 0, heavy: bool = False) 
         if what == "json.gz":
             return _gzipped_json(result)
         if what == "inputs":
-            return experiments.mask_json(result.mask, result.tokens, result.key_tokens, config=result.config)
+            return export.mask_json(result.mask, result.tokens, result.key_tokens, config=result.config)
         m, rows, cols = matrix_of(result, what, head)
         return export.matrix_csv(m, rows, cols)
     finally:
@@ -233,7 +232,7 @@ def command_line(config: Config) -> list[str] | None:
     None when the command line cannot take the config (given matrices)."""
     preset = next((name for name, p in presets.PRESETS.items() if p.config == config), None)
     try:
-        args = ["--preset", preset] if preset else experiments.cli_args(config, INPUTS_FILE)
+        args = ["--preset", preset] if preset else export.cli_args(config, INPUTS_FILE)
     except ValueError:
         return None
     return ["python", "-m", "attention", *args, "--format", "json"]

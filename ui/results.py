@@ -15,7 +15,7 @@ from attention import Config, Result
 from attention import compute as _compute_uncached
 from attention.basics.budget import result_bytes
 from attention.basics.config import SETTINGS, tokenize
-from attention.lessons import experiments
+from attention.lessons import scaling
 
 from . import budget
 from .state import MAX_CHARS, PARAMS, SPLIT_DERIVED, finish, get
@@ -127,7 +127,7 @@ def config_or_stop(what: str = "This setting", **overrides: Any) -> Config:
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
 def scaling_sweep(
-    tokens: int, first_seed: int, n_seeds: int, d_ks: tuple[int, ...] = experiments.DK_GRID
-) -> experiments.ScalingSweep:
-    """`experiments.scaling_sweep` (default d_k = 1..512) for n_seeds seeds from first_seed, cached; read only."""
-    return experiments.scaling_sweep(d_ks, seeds=range(first_seed, first_seed + n_seeds), tokens=tokens)
+    tokens: int, first_seed: int, n_seeds: int, d_ks: tuple[int, ...] = scaling.DK_GRID
+) -> scaling.ScalingSweep:
+    """`scaling.scaling_sweep` (default d_k = 1..512) for n_seeds seeds from first_seed, cached; read only."""
+    return scaling.scaling_sweep(d_ks, seeds=range(first_seed, first_seed + n_seeds), tokens=tokens)

@@ -3,7 +3,8 @@
 `to_dict` / `to_json` give every matrix as a list of rows, and `write_json` streams the same text with
 bounded memory (the command line's `--format json`);
 `matrix_csv` writes one matrix for a spreadsheet, its token labels defused against formula injection.
-The standalone PyTorch script of a config is `attention.io.script`.
+`mask_json` and `cli_args` give a custom mask as the command line's `--custom-mask` file and the arguments
+that read it. The standalone PyTorch script of a config is `attention.io.script`.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 import torch
 
+from ..basics.config import SETTINGS, Config
 from ..basics.core import Result
+from ..basics.params import flag
 
 # A spreadsheet evaluates a cell that starts with one of these as a formula (OWASP, "CSV Injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -221,3 +225,61 @@ def _float_cells(t: torch.Tensor) -> list[list[str]]:
         x = values[i][j]
         cells[i][j] = next(s for s in (f"{x:.8g}", f"{x:.9g}") if torch.tensor(float(s), dtype=torch.float32) == x)
     return cells
+
+
+# The mask editor's export ------------------------------------------------------------------------
+
+
+def mask_json(mask: Sequence[Sequence[bool]] | torch.Tensor, tokens: Sequence[str] = (),
+              key_tokens: Sequence[str] | None = None, *, config: Config | None = None) -> str:  # fmt: skip
+    """A (T_q, T_k) mask (True = may attend) as the command line's --custom-mask file.
+
+    {"mask": rows of true/false, "tokens": [...], "key_tokens": [...]}; the command line reads "mask".
+    With a config, its sentences come too ("sentence", "cross_sentence"): `cli_args` reads them from here
+    (--sentence-file), so no user text has to pass through a shell.
+    """
+    rows = mask.tolist() if isinstance(mask, torch.Tensor) else [list(r) for r in mask]
+    data: dict[str, Any] = {"mask": [[bool(x) for x in row] for row in rows]}
+    if tokens:
+        data["tokens"] = list(tokens)
+        data["key_tokens"] = list(tokens if key_tokens is None else key_tokens)
+    if config is not None:
+        data.update({name: getattr(config, name) for name in _TEXT_FIELDS if getattr(config, name) is not None})
+    return json.dumps(data)
+
+
+# the mask file decides the mask: the mask setting and those used only with one of its values
+_NOT_FLAGS = ("mask", *(name for name, s in SETTINGS.items() if s.when and s.when[0] == "mask"))
+# user text: read from the mask file, never typed into a shell
+_TEXT_FIELDS = tuple(name for name, s in SETTINGS.items() if s.kind == "text")
+# Characters that every shell passes on as they are (bash, zsh, PowerShell, cmd.exe): no quotes, spaces, &, |,
+# <, >, ^, %, !, $, `, ;, (, ), {, }, *, ?, # or newline, which one shell or another acts on.
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9._=/-]+")
+
+
+def cli_args(config: Config, mask_path: str = "mask.json") -> list[str]:
+    """Command-line arguments that recompute a config from the file `mask_json(..., config=config)` saved at
+    mask_path (its mask and its sentences).
+
+    Every other field that differs from Config()'s default becomes a flag; each one is a name, a number or
+    a choice, inert in any shell (ValueError otherwise, and for matrix fields, which need JSON files).
+    """
+    changes = config.changes()
+    args: list[str] = []
+    for name, s in SETTINGS.items():
+        value = getattr(config, name)
+        if name in _NOT_FLAGS or name not in changes:
+            continue
+        if s.kind in ("matrix", "vector", "mask") and value is not None:
+            raise ValueError(f"{name} is a {s.kind}: give it to the command line as a JSON file")
+        if name in _TEXT_FIELDS and value is not None:
+            args += [flag(name) + "-file", mask_path]
+        elif s.kind == "bool":
+            args.append(flag(name) if value else "--no-" + flag(name)[2:])
+        elif value is None:
+            raise ValueError(f"{name} cannot be left out on the command line")
+        else:
+            args.append(f"{flag(name)}={value}")  # one argument, so a value starting with - is no flag
+            if not _SHELL_SAFE.fullmatch(args[-1]):
+                raise ValueError(f"{name}={value!r} is no value a shell would pass on unchanged")
+    return [*args, "--custom-mask", mask_path]
