@@ -5,8 +5,8 @@ result = compute(Config())             # the Raschka tutorial's setting
 result.weights[0]                      # (T_q, T_k) softmax weights of head 0
 """
 
-from . import masks, presets
-from .config import Config, tokenize
-from .core import Batch, Result, compute, compute_batch
+from .basics import masks, presets
+from .basics.config import Config, tokenize
+from .basics.core import Batch, Result, compute, compute_batch
 
 __all__ = ["Batch", "Config", "Result", "compute", "compute_batch", "masks", "presets", "tokenize"]

@@ -1,9 +1,9 @@
-"""`python -m attention`: see attention/cli.py."""
+"""`python -m attention`: see attention/io/cli/main.py."""
 
 import os
 import sys
 
-from .cli import main
+from .io.cli.main import main
 
 if __name__ == "__main__":
     # tokens are user text: never fail on a terminal that cannot encode them

@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attention import Config, compute  # noqa: E402
-from attention.weights import generator, projections  # noqa: E402
+from attention.basics.weights import generator, projections  # noqa: E402
 
 D_MODEL, HEADS = 512, 8
 SIZES = (6, 64, 512)

@@ -28,7 +28,7 @@ from bench_compute import medians  # noqa: E402  (this folder is on the path whe
 
 from attention import masks  # noqa: E402
 from attention.decoding import decode, decode_step  # noqa: E402
-from attention.flash import ordinary_attention, tiled_attention  # noqa: E402
+from attention.llm.flash import ordinary_attention, tiled_attention  # noqa: E402
 
 HEADS, D_HEAD, TOKENS, BLOCK = 8, 64, 512, 64
 

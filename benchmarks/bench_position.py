@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_compute import medians  # noqa: E402  (this folder is on the path when a script here runs)
 
 from attention import Config, compute  # noqa: E402
-from attention.config import POSITIONS  # noqa: E402
+from attention.basics.config import POSITIONS  # noqa: E402
 
 
 def main() -> None:

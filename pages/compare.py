@@ -3,7 +3,8 @@
 import streamlit as st
 
 import ui
-from attention import budget, experiments
+from attention.basics import budget
+from attention.lessons import compare
 
 # the typical comparisons: (button, A's values, B's changes); every other B value is copied from A
 PRESETS = {
@@ -56,7 +57,7 @@ head_a, head_b = min(head, config_a.heads - 1), min(head, config_b.heads - 1)
 a = ui.kept_or_stop("Setting A", config_a, lambda r: budget.one_head(r, head_a))
 b = ui.kept_or_stop("Setting B", config_b, lambda r: budget.one_head(r, head_b))
 tok, keys = ui.labels(a.tokens), ui.labels(a.key_tokens)
-d = experiments.diff(a, b)  # head 0 of each view: A's head_a and B's head_b
+d = compare.diff(a, b)  # head 0 of each view: A's head_a and B's head_b
 
 st.info(ui.plain(d.summary(tok, keys)))
 if a.heads != b.heads:

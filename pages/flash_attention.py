@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 import ui.llm as llm
-from attention import flash
+from attention.llm import flash
 
 st.title("FlashAttention")
 st.caption(

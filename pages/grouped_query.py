@@ -5,7 +5,7 @@ import streamlit as st
 import torch
 
 import ui
-from attention import gqa, kv_memory
+from attention.llm import gqa, kv_memory
 
 st.title("Grouped-query heads")
 st.caption(

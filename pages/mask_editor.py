@@ -3,7 +3,8 @@
 import streamlit as st
 
 import ui
-from attention import experiments, masks
+from attention import masks
+from attention.io import export
 
 EDITOR_MAX = 40  # a bigger grid of checkboxes is no longer editable by hand
 KEY = "me:cmask"
@@ -63,7 +64,7 @@ ui.explain(
 row = st.container(horizontal=True, vertical_alignment="center")  # the button as wide as its label
 row.download_button(
     "mask.json",
-    experiments.mask_json(result.mask, result.tokens, config=result.config),
+    export.mask_json(result.mask, result.tokens, config=result.config),
     file_name="mask.json",
     mime="application/json",
     key="me:json",
@@ -72,6 +73,6 @@ row.download_button(
 )
 # the sentence travels in mask.json: every argument is a flag, a number or a choice, so no shell needs quotes; the
 # line wraps (the page's --init=normal --draws=stable make it wider than a 1024 px window), its copy stays one line
-command = " ".join(["python", "-m", "attention", *experiments.cli_args(result.config, "mask.json")])
+command = " ".join(["python", "-m", "attention", *export.cli_args(result.config, "mask.json")])
 row.code(command, language="bash", wrap_lines=True)
 ui.finish()

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import views
+from attention.basics import views
 
 PER_ROW = 4  # small heatmaps side by side
 NARROW = 8  # a heatmap in half the page prints its values up to this many columns

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import budget, experiments
+from attention.lessons import pitfalls
 
 MAX_TOKENS = 64  # the every-head mistake holds h·h·T·T weights
 KEPT, BROKEN = "✔ kept", "✘ broken"  # Dingbats: drawn by every font, unlike the ✅ ❌ emoji
@@ -24,9 +24,9 @@ if len(ui.tokens_or_stop()) > MAX_TOKENS:  # a paste over ui.MAX_CHARS is refuse
     st.stop()
 
 config = ui.config_or_stop()
-used = experiments.pitfall_config(config)
+used = pitfalls.pitfall_config(config)
 # up to ~120 MB while computed (64 tokens, 16 heads, d 256): admitted against the server's memory budget first
-versions = ui.run_or_stop("The pitfalls", budget.pitfalls_bytes(config), lambda: experiments.pitfalls(config),
+versions = ui.run_or_stop("The pitfalls", pitfalls.pitfalls_bytes(config), lambda: pitfalls.pitfalls(config),
                                  holder=lambda v: v[0])  # fmt: skip
 correct, mistakes = versions[0], versions[1:]
 tok, keys = ui.labels(used.tokens), ui.labels(used.key_tokens)
@@ -46,11 +46,11 @@ def colour(cell: str) -> str:
 st.subheader("Which invariants each version keeps")
 ui.explain("A mistake can keep every check and still be wrong: no scaling breaks none of them.")
 table = pd.DataFrame(
-    [[p.name, *(KEPT if p.invariants[name] else BROKEN for name in experiments.INVARIANTS)] for p in versions],
-    columns=["version", *experiments.INVARIANTS],
+    [[p.name, *(KEPT if p.invariants[name] else BROKEN for name in pitfalls.INVARIANTS)] for p in versions],
+    columns=["version", *pitfalls.INVARIANTS],
 )
 # a static table: its text wraps, so every column shows at a projector's width
-st.table(table.style.map(colour, subset=list(experiments.INVARIANTS)).hide(axis="index"))
+st.table(table.style.map(colour, subset=list(pitfalls.INVARIANTS)).hide(axis="index"))
 
 
 def draw(m, what: str, title: str, key: str, container) -> None:

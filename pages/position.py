@@ -4,7 +4,9 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import Result, permutation, position, rope_demo
+from attention import Result
+from attention.basics import position
+from attention.lessons import permutation, rope_demo
 from ui.position import shuffle_button, shuffles
 
 # No mask and no dropout here, whatever another page set: a causal mask is itself a signal of order (each word

@@ -3,7 +3,8 @@
 import streamlit as st
 
 import ui
-from attention import interpret, pretrained
+from attention.lessons import interpret
+from attention.models import minilm
 from ui import model as real
 
 st.title("Inside a real model")
@@ -12,7 +13,7 @@ st.caption(
     "compute exactly what the toy pages compute, Q Kᵀ, softmax and a mix of values, with weights learned from "
     "a billion sentence pairs. Layers and heads count from 0."
 )
-ui.show_url_warnings(sentence=pretrained.DEFAULT_SENTENCE, head=1)
+ui.show_url_warnings(sentence=minilm.DEFAULT_SENTENCE, head=1)
 ui.controls(["sentence"])
 model, run = real.run_or_stop(str(ui.get("sentence")))
 tok = ui.labels(run.tokens)
@@ -76,7 +77,7 @@ st.markdown(
     "vector: what it adds to a query's output is α·f(x), its value through the head's share of the output "
     "projection. Much of the weight that goes to [CLS] and [SEP] moves almost nothing."
 )
-norms = pretrained.norm_based(model, run, layer, head)  # index 0: this head
+norms = minilm.norm_based(model, run, layer, head)  # index 0: this head
 left, right = st.columns(2)
 ui.heatmap(norms.weights[0], tok, tok, title=f"Weight α, layer {layer} head {head}", kind="weights",
            key="rm:alpha", container=left, annotate=False)  # fmt: skip

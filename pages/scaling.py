@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import budget, experiments
+from attention.basics import budget
+from attention.lessons import scaling
 
 T_MIN, T_MAX = 2, 32  # the sweep's sequence length follows the sentence within these bounds (its cost grows as T²)
 METRICS = {
@@ -74,7 +75,7 @@ for col, result, title, key in (
     (left, reference, f"τ = √d_k = {reference.scale:.3g} (the usual scaling)", "sc:ref"),
     (right, heated, f"τ = {temp:g}", "sc:temp"),
 ):
-    entropy, top = experiments.mean_row_stats(result.weights[0], result.mask)
+    entropy, top = scaling.mean_row_stats(result.weights[0], result.mask)
     ui.heatmap(result.weights[0], tok, tok, title=title, kind="weights", blocked=result.mask,
                key=key, container=col)  # fmt: skip
     # each metric as wide as its label, side by side where they fit and one under the other where they do not (a

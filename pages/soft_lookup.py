@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import experiments
+from attention.lessons import soft_lookup
 
 st.title("Attention as a soft lookup")
 st.caption(
@@ -21,7 +21,7 @@ with c1:
     focus = ui.pick("token", list(range(len(tok))), "Query token", format_func=lambda i: tok[i])
 with c2:
     head = ui.head_picker(result.heads)
-look = experiments.soft_lookup(result, head, focus)
+look = soft_lookup.soft_lookup(result, head, focus)
 dims = ui.dim_labels(result.d_v)
 
 st.subheader(f"Query {ui.plain(tok[focus])}")

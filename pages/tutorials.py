@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention import presets, views
+from attention import presets
+from attention.basics import views
 
 COLS_MAX = 64  # feature columns drawn for wide matrices (the spelled-out preset is 512 and 1024 wide)
 NARROW = 12  # feature matrices print their values up to this many columns

@@ -3,7 +3,7 @@
 What belongs here: the server-wide byte budget (`SERVER`), admitting a large Result against it (`compute`, which
 `ui.results.compute` calls for every result over the small cache's bound), and holding a value's bytes while it
 lives (`admitted`). Pages stop on a refusal through `ui.results` (`or_stop`, `kept_or_stop`, `run_or_stop`): this
-module draws nothing. Sizes come from `attention.budget`, from the Config alone, before anything is computed.
+module draws nothing. Sizes come from `attention.basics.budget`, from the Config alone, before anything is computed.
 
 Every visitor shares one process (Community Cloud gives the whole app 690 MB), so what the visitors' runs hold
 at once is bounded here, not per session. A large Result holds its bytes of the budget from the moment it is
@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from attention import Config, Result
-from attention import budget as sizes
+from attention.basics import budget as sizes
 
 MB = 1_000_000
 BUDGET_MB = 200  # the whole server's large results, computed and held, together (README, "Memory")

@@ -14,7 +14,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from attention import experiments
+from attention.lessons import scaling
 from server.warmup import lazy
 
 from .state import url_before_figure
@@ -56,15 +56,15 @@ def chart_row(n: int, *, key: str, min_width: int = 320, container: Any = None) 
     return [row.container(key=f"al-row-{key}-{i}") for i in range(n)]
 
 
-SWEEP_SERIES = ("unscaled", "scaled ÷ √d_k")  # the legend's names of experiments.VARIANTS, in its order
+SWEEP_SERIES = ("unscaled", "scaled ÷ √d_k")  # the legend's names of scaling.VARIANTS, in its order
 
 
-def sweep_frame(sweep: experiments.ScalingSweep, metric: str) -> pd.DataFrame:
+def sweep_frame(sweep: scaling.ScalingSweep, metric: str) -> pd.DataFrame:
     """One metric of a sweep in long form for `band_chart`: d_k, series, mean, lo, hi (10th/90th percentile)."""
     parts = []
-    for variant in experiments.VARIANTS:
+    for variant in scaling.VARIANTS:
         mean, lo, hi = sweep.band(metric, variant)
-        name = SWEEP_SERIES[experiments.VARIANTS.index(variant)]
+        name = SWEEP_SERIES[scaling.VARIANTS.index(variant)]
         parts.append(pd.DataFrame({"d_k": sweep.d_ks.numpy(), "series": name, "mean": mean.numpy(),
                                    "lo": lo.numpy(), "hi": hi.numpy()}))  # fmt: skip
     return pd.concat(parts, ignore_index=True)
@@ -174,11 +174,11 @@ def bars(values: torch.Tensor, rows: Sequence[str], *, title: str, key: str, blo
     chart(frame, spec, height=height, key=key, container=container)
 
 
-def sweep_table(sweep: experiments.ScalingSweep) -> pd.DataFrame:
+def sweep_table(sweep: scaling.ScalingSweep) -> pd.DataFrame:
     """A sweep's means over the seeds, one row per d_k, one column per metric and variant."""
     table = {"d_k": sweep.d_ks.numpy()}
     for metric, name in (("spread", "score std"), ("entropy", "entropy"), ("top", "largest weight")):
-        for variant in experiments.VARIANTS:
+        for variant in scaling.VARIANTS:
             table[f"{name}, {variant}"] = sweep.band(metric, variant)[0].numpy()
     return pd.DataFrame(table)
 

@@ -25,8 +25,9 @@ import torch
 from streamlit.runtime.media_file_storage import MediaFileKind, MediaFileStorageError
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-from attention import Config, Result, experiments, export, presets
-from attention.config import SETTINGS
+from attention import Config, Result, presets
+from attention.basics.config import SETTINGS
+from attention.io import export, script
 
 from .markup import labels
 from .results import compute
@@ -217,7 +218,7 @@ def export_file(what: str, recipe: _Recipe, head: int = 0, heavy: bool = False) 
         if what == "json.gz":
             return _gzipped_json(result)
         if what == "inputs":
-            return experiments.mask_json(result.mask, result.tokens, result.key_tokens, config=result.config)
+            return export.mask_json(result.mask, result.tokens, result.key_tokens, config=result.config)
         m, rows, cols = matrix_of(result, what, head)
         return export.matrix_csv(m, rows, cols)
     finally:
@@ -231,7 +232,7 @@ def command_line(config: Config) -> list[str] | None:
     None when the command line cannot take the config (given matrices)."""
     preset = next((name for name, p in presets.PRESETS.items() if p.config == config), None)
     try:
-        args = ["--preset", preset] if preset else experiments.cli_args(config, INPUTS_FILE)
+        args = ["--preset", preset] if preset else export.cli_args(config, INPUTS_FILE)
     except ValueError:
         return None
     return ["python", "-m", "attention", *args, "--format", "json"]
@@ -306,7 +307,7 @@ def _command_line_note(result: Result, recipe: _Recipe, too_big: list[str], key:
 
 def package_call(config: Config) -> str:
     """The same view in Python with the package: `compute(Config(...))` with every setting that differs from the
-    defaults (attention/config.py declares them); matrices and masks are named, not written out."""
+    defaults (attention/basics/config.py declares them); matrices and masks are named, not written out."""
     args = []
     for name, value in config.changes().items():
         big = SETTINGS[name].kind in ("matrix", "vector", "mask")
@@ -322,4 +323,4 @@ def code(config: Config) -> None:
         st.caption("With this project's package (`pip install -e .` in a checkout):")
         st.code(package_call(config), language="python")
         st.caption("In plain PyTorch, every step written out:")
-        st.code(export.script(config), language="python")
+        st.code(script.script(config), language="python")

@@ -15,7 +15,7 @@ import torch
 
 from assets import STEP_KEYS
 from attention import Config, Result
-from attention.weights import vocabulary
+from attention.basics.weights import vocabulary
 from server.warmup import lazy
 
 from .heatmaps import heatmap, ignore_event

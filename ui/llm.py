@@ -5,7 +5,7 @@ callbacks (here and not in a page: a function defined in a page holds the page's
 session keeps the button), the cached tiled computation with its size limit, and the small reshaping that turns
 the package's tiles and steps into the matrices a heatmap draws (the state of every query row after one key block,
 a mask with the rows or columns not reached yet blocked). The numbers themselves come from `attention.decoding`
-and `attention.flash`.
+and `attention.llm.flash`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import streamlit as st
 import torch
 
 from attention import Result
-from attention.flash import Tiled, blocks, tiled_attention
+from attention.llm.flash import Tiled, blocks, tiled_attention
 from server import budget
 
 from .charts import chart
 from .state import get, put
 
-# The teaching implementation keeps every tile's scores and running state (attention.flash.Tile), about
+# The teaching implementation keeps every tile's scores and running state (attention.llm.flash.Tile), about
 # 1.5 KB of Python objects a tile plus its numbers. At 512 tokens and block size 1 that is 262,144 tiles and
 # gigabytes; results are shared by every session of a 690 MB server (ui/results.py), so the tiles of one view
 # are held to this many bytes and a smaller block size is explained instead of computed.
@@ -140,7 +140,7 @@ budget.evictor(_tiled.clear)  # up to two tilings of TILED_BYTES_MAX: made again
 
 
 def tiled(result: Result, block_size: int) -> Tiled:
-    """`attention.flash.tiled_attention` of the result's queries, keys, values, scale and mask, cached on the
+    """`attention.llm.flash.tiled_attention` of the result's queries, keys, values, scale and mask, cached on the
     config and block size (two at a time: moving the key-block slider replays, it does not recompute)."""
     return _tiled(result, repr(result.config), block_size)
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from attention import export
+from attention.io import export
 
 # ">" is not escaped with a backslash: it becomes &gt; below (a backslash would show the entity).
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$])")

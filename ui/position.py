@@ -1,7 +1,7 @@
 """What only the Position page needs besides the shared figures: its "Shuffle again" button.
 
-What belongs here: widgets and helpers of the Position page alone (the numbers come from `attention.permutation`
-and `attention.rope_demo`; its line charts are `ui.lines`).
+What belongs here: widgets and helpers of the Position page alone (the numbers come from `attention.lessons.permutation`
+and `attention.lessons.rope_demo`; its line charts are `ui.lines`).
 """
 
 from __future__ import annotations

@@ -13,11 +13,12 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from attention import Config, Result, experiments
-from attention import budget as sizes
+from attention import Config, Result
 from attention import compute as _compute_uncached
-from attention.budget import result_bytes
-from attention.config import SETTINGS, tokenize
+from attention.basics import budget as sizes
+from attention.basics.budget import result_bytes
+from attention.basics.config import SETTINGS, tokenize
+from attention.lessons import scaling
 from server import budget
 
 from .state import MAX_CHARS, PARAMS, SPLIT_DERIVED, finish, get
@@ -130,14 +131,14 @@ def config_or_stop(what: str = "This setting", **overrides: Any) -> Config:
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
 def scaling_sweep(
-    tokens: int, first_seed: int, n_seeds: int, d_ks: tuple[int, ...] = experiments.DK_GRID
-) -> experiments.ScalingSweep:
-    """`experiments.scaling_sweep` (default d_k = 1..512) for n_seeds seeds from first_seed, cached; read only."""
-    return experiments.scaling_sweep(d_ks, seeds=range(first_seed, first_seed + n_seeds), tokens=tokens)
+    tokens: int, first_seed: int, n_seeds: int, d_ks: tuple[int, ...] = scaling.DK_GRID
+) -> scaling.ScalingSweep:
+    """`scaling.scaling_sweep` (default d_k = 1..512) for n_seeds seeds from first_seed, cached; read only."""
+    return scaling.scaling_sweep(d_ks, seeds=range(first_seed, first_seed + n_seeds), tokens=tokens)
 
 
 def kept(config: Config, pick: Callable[[Result], T]) -> T:
-    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.budget.keep`),
+    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.basics.budget.keep`),
     with the Result let go of before this returns: a page that needs several results holds one at a time and
     keeps only what it draws. Raises Refused (a ValueError) as `compute` does."""
     result = compute(config)
@@ -169,9 +170,9 @@ def or_stop(what: str) -> Iterator[None]:
 
 
 def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[[T], Any] = lambda v: v) -> T:
-    """make(), admitted against the server's budget for nbytes (its peak, from `attention.budget`), for a page
+    """make(), admitted against the server's budget for nbytes (its peak, from `attention.basics.budget`), for a page
     computation that is not one Result (the pitfalls). Once it returns, what it returns keeps its own bytes
-    (`attention.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
+    (`attention.basics.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
     run, is gone. A refusal is explained (naming `what`) and the page stopped."""
     try:
         budget.admit(nbytes)

@@ -3,7 +3,7 @@
 What belongs here: the list of parameters (`PARAMS`), reading a link once per session, `get`/`put`, a page's
 own defaults, and writing the URL back. Nothing here draws on the page.
 
-Every setting of `attention.Config` that is declared with `dashboard=...` (attention/config.py) is a parameter
+Every setting of `attention.Config` that is declared with `dashboard=...` (attention/basics/config.py) is a parameter
 under its field name; the parameters of the dashboard's own views (the followed token, the head shown, step
 mode, Compare's side B, ...) are declared below, in `VIEW`, with the same `Param`. Each parameter has one
 canonical value in `st.session_state["p:NAME"]`, seeded from the URL once per session and written back to the
@@ -29,10 +29,12 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from attention import interpret, kv_memory, presets
-from attention.config import MAX_TOKENS, SETTINGS
+from attention import presets
+from attention.basics.config import MAX_TOKENS, SETTINGS
+from attention.basics.params import Param
+from attention.lessons import interpret
+from attention.llm import kv_memory
 from attention.models import smollm2, tiny
-from attention.params import Param
 
 CHAT_PREFIX = "chat_"  # Inside a chat model's settings in the URL: chat_layer, chat_head, ...
 TRAIN_PREFIX = "train_"  # Watch it learn's settings in the URL: train_layers, train_seed, ...

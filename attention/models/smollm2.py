@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from .. import masks, position
-from ..config import Config
-from ..core import Result, apply_mask, compute, expand, merge_heads, project, scores, softmax
-from ..params import Param
+from ..basics import masks, position
+from ..basics.config import Config
+from ..basics.core import Result, apply_mask, compute, expand, merge_heads, project, scores, softmax
+from ..basics.params import Param
 from . import package
 from .package import ModelFileError, PackagedFile  # noqa: F401  re-exported: smollm2.ModelFileError
 
@@ -738,7 +738,7 @@ BEHAVIOURS = {
 
 def head_scores(weights: torch.Tensor, ids: Sequence[int]) -> dict[str, torch.Tensor]:
     """Every behaviour score of every head: weights (L, h, T, T) -> {behaviour: (L, h)} (attention.interpret)."""
-    from .. import interpret
+    from ..lessons import interpret
 
     return {
         "sink": interpret.first_token(weights),

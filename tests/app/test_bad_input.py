@@ -19,9 +19,10 @@ from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
 
 import ui
-from attention import Config, compute, export
-from attention.cli import main as cli
-from attention.config import HEAD_LAYOUTS, MASKS
+from attention import Config, compute
+from attention.basics.config import HEAD_LAYOUTS, MASKS
+from attention.io import export
+from attention.io.cli.main import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = " ".join(f"w{i}" for i in range(512))

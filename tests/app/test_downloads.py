@@ -19,8 +19,9 @@ from streamlit.elements.widgets import button as button_module
 from streamlit.testing.v1 import AppTest
 
 import ui
-from attention import Config, Result, compute, export, presets
-from attention.cli import main as cli
+from attention import Config, Result, compute, presets
+from attention.io import export
+from attention.io.cli.main import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "the cat sat on the mat while the dog slept"

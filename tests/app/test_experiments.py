@@ -12,8 +12,10 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
 
-from attention import Config, compute, experiments, export, masks
-from attention.cli import main
+from attention import Config, compute, masks
+from attention.io import export
+from attention.io.cli.main import main
+from attention.lessons import compare, pitfalls, scaling
 
 ROOT = Path(__file__).resolve().parents[2]
 W = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23): every page computes with them
@@ -74,7 +76,7 @@ def summary(at: AppTest) -> str:
 def test_compare_opens_on_a_seed_difference_and_states_it() -> None:
     at = app("compare")
     a, b = compute(Config(**W)), compute(Config(seed=124, **W))
-    d = experiments.diff(a, b)
+    d = compare.diff(a, b)
     assert summary(at) == d.summary(export.labels(a.tokens), export.labels(a.key_tokens))
     assert summary(at).startswith("B changes seed 123 → 124. Largest weight change: ")
     assert at.radio(key="w:cview").value == "weights"
@@ -137,7 +139,7 @@ def test_a_compare_link_reopens_both_sides() -> None:
     assert at.radio(key="w:cview").value == "omega"
     a = compute(Config(seed=3, **W))
     b = compute(Config(seed=9, mask="window", window=2, heads=2, **W))
-    assert summary(at) == experiments.diff(a, b).summary(export.labels(a.tokens), export.labels(a.key_tokens))
+    assert summary(at) == compare.diff(a, b).summary(export.labels(a.tokens), export.labels(a.key_tokens))
 
 
 def test_a_bad_compare_link_warns_and_opens_the_defaults() -> None:
@@ -157,14 +159,14 @@ def at_d_k(at: AppTest):
 
 def test_scaling_shows_the_sweep_it_plots() -> None:
     at = app("scaling")
-    sweep = experiments.scaling_sweep(seeds=range(123, 123 + 32), tokens=6)
+    sweep = scaling.scaling_sweep(seeds=range(123, 123 + 32), tokens=6)
     table = frame(at, "entropy, unscaled")
-    assert table["d_k"].tolist() == list(experiments.DK_GRID)
+    assert table["d_k"].tolist() == list(scaling.DK_GRID)
     plotted = (("entropy, unscaled", "entropy", "unscaled"), ("score std, scaled", "spread", "scaled"))
     for column, metric, variant in plotted:
         torch.testing.assert_close(torch.tensor(table[column].to_numpy()), sweep.band(metric, variant)[0])
     here = at_d_k(at)
-    one = experiments.scaling_sweep([24], seeds=range(123, 155), tokens=6)
+    one = scaling.scaling_sweep([24], seeds=range(123, 155), tokens=6)
     assert here.loc["Row entropy", "unscaled"] == pytest.approx(float(one.band("entropy", "unscaled")[0][0]))
     assert here.loc["Score spread", "unscaled"] > 4 and here.loc["Score spread", "scaled (÷ √d_k)"] < 1.2
 
@@ -193,7 +195,7 @@ def test_the_temperature_sharpens_and_flattens_the_weights() -> None:
     hot = shown()
     assert hot[0] > cold[0] and hot[1] < cold[1]  # a high τ flattens: more entropy, smaller peaks
     r = compute(Config(scale="temperature", temperature=20.0, **W))
-    assert hot == pytest.approx(experiments.mean_row_stats(r.weights[0], r.mask), abs=5e-4)
+    assert hot == pytest.approx(scaling.mean_row_stats(r.weights[0], r.mask), abs=5e-4)
     assert at.query_params["temp"] == "20.0"
 
 
@@ -216,10 +218,10 @@ def marks(at: AppTest) -> dict[str, tuple[str, ...]]:
 
 def test_pitfalls_mark_the_invariants_each_version_breaks() -> None:
     at = app("pitfalls")
-    assert marks(at) == {p.name: p.broken for p in experiments.pitfalls(Config())}
+    assert marks(at) == {p.name: p.broken for p in pitfalls.pitfalls(Config())}
     assert marks(at)["Correct"] == ()
     assert any("causal mask is used" in c.value for c in at.caption)
-    assert [s.value for s in at.subheader][1:] == [p.name for p in experiments.pitfalls(Config())[1:]]
+    assert [s.value for s in at.subheader][1:] == [p.name for p in pitfalls.pitfalls(Config())[1:]]
 
 
 @pytest.mark.parametrize(("kind", "key", "value"), [("slider", "w:heads", 2), ("slider", "w:seed", 5),
@@ -238,7 +240,7 @@ def test_a_pitfalls_link_reopens_its_view() -> None:
     assert at.slider(key="w:heads").value == 3 and at.selectbox(key="w:mask").value == "window"
     assert not any("causal mask is used" in c.value for c in at.caption)
     config = Config(heads=3, mask="window", window=2)
-    assert marks(at) == {p.name: p.broken for p in experiments.pitfalls(config)}
+    assert marks(at) == {p.name: p.broken for p in pitfalls.pitfalls(config)}
     titles = list(chart_reader.headers(at))
     assert "Mistake: head 1 queries · head 2 keys" in titles
 

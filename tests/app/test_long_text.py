@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import attention
 import ui
-from attention import config as config_module
+from attention.basics import config as config_module
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "w " * 50_000  # 100,000 characters, 50,000 words

@@ -19,7 +19,7 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
 from attention import Config, compute
-from attention.cli import main
+from attention.io.cli.main import main
 
 W = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23)
 ROOT = Path(__file__).resolve().parents[2]

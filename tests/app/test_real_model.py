@@ -15,7 +15,8 @@ import torch
 from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
 
-from attention import interpret, pretrained
+from attention.lessons import interpret
+from attention.models import minilm
 
 ROOT = Path(__file__).resolve().parents[2]
 PANELS = ("Omega = Q Kᵀ", "Softmax weights", "Context vectors")
@@ -35,8 +36,8 @@ def texts(at: AppTest) -> str:
 
 
 @pytest.fixture(scope="module")
-def run() -> pretrained.ModelRun:
-    return pretrained.forward(pretrained.load(), pretrained.DEFAULT_SENTENCE)
+def run() -> minilm.ModelRun:
+    return minilm.forward(minilm.load(), minilm.DEFAULT_SENTENCE)
 
 
 def weights(at: AppTest) -> torch.Tensor:
@@ -90,7 +91,7 @@ def test_the_toy_toggle_swaps_in_random_weights_of_the_same_shape(run) -> None:
 
 @pytest.mark.parametrize("behaviour", interpret.BEHAVIOURS)
 def test_a_gallery_button_moves_to_the_best_head(run, behaviour) -> None:
-    layer, head = interpret.best_heads(pretrained.head_scores(run))[behaviour]
+    layer, head = interpret.best_heads(minilm.head_scores(run))[behaviour]
     at = page()
     at.button(key=f"rm:best:{behaviour}").click().run()
     assert not at.exception
@@ -100,7 +101,7 @@ def test_a_gallery_button_moves_to_the_best_head(run, behaviour) -> None:
 
 def test_the_gallery_draws_every_heads_score() -> None:
     at = page()
-    scores = pretrained.head_scores(pretrained.forward(pretrained.load(), pretrained.DEFAULT_SENTENCE))
+    scores = minilm.head_scores(minilm.forward(minilm.load(), minilm.DEFAULT_SENTENCE))
     torch.testing.assert_close(drawn(at)["Score: previous token"][0], scores.previous_token)
     at.segmented_control(key="w:behaviour").set_value("coreference").run()
     torch.testing.assert_close(
@@ -124,7 +125,7 @@ def test_the_coreference_score_reads_any_pronoun_on_the_users_sentence() -> None
 
 def test_norm_based_attention_and_rollout_are_the_packages(run) -> None:
     at = page()
-    norms = pretrained.norm_based(pretrained.load(), run, 3)
+    norms = minilm.norm_based(minilm.load(), run, 3)
     torch.testing.assert_close(drawn(at)["‖α·f(x)‖, layer 3 head 1"][0], norms.norms[1])
     torch.testing.assert_close(drawn(at)["Rollout through layer 3"][0], interpret.rollout(run.weights).rollout[3])
     assert f"{float(norms.norm_share[1].mean()):.0%}" in texts(at)
@@ -155,7 +156,7 @@ def test_the_page_draws_the_model_view_with_every_non_loopback_connection_refuse
 
     monkeypatch.setattr(socket.socket, "connect", loopback_only)
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(OSError("refused")))
-    pretrained._load.cache_clear()  # the model is read from disk under the block, not taken from an earlier test
+    minilm._load.cache_clear()  # the model is read from disk under the block, not taken from an earlier test
     at = page()
     assert len([t for t in drawn(at) if t.startswith("h")]) == 12
     assert not at.error and tried == []
@@ -181,7 +182,7 @@ def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_aga
 
     sentence = "Four visitors ask for this one sentence at the same moment."
     reads, started = [], threading.Event()
-    read = pretrained.read
+    read = minilm.read
 
     def slow_read(*args, **kwargs):
         reads.append(args[1])
@@ -189,7 +190,7 @@ def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_aga
         time.sleep(0.5)  # the others ask while this one is being made
         return read(*args, **kwargs)
 
-    monkeypatch.setattr(pretrained, "read", slow_read)
+    monkeypatch.setattr(minilm, "read", slow_read)
     got: list = []
     threads = [threading.Thread(target=lambda: got.append(real.run(sentence)[1])) for _ in range(4)]
     for t in threads:
@@ -197,11 +198,11 @@ def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_aga
     for t in threads:
         t.join(timeout=60)
     assert reads == [sentence] and len(got) == 4 and all(r is got[0] for r in got)
-    monkeypatch.setattr(pretrained, "read", lambda *a, **k: pytest.fail("the model ran again"))
-    monkeypatch.setattr(pretrained, "forward", lambda *a, **k: pytest.fail("the model ran again"))
+    monkeypatch.setattr(minilm, "read", lambda *a, **k: pytest.fail("the model ran again"))
+    monkeypatch.setattr(minilm, "forward", lambda *a, **k: pytest.fail("the model ran again"))
     reading = real.run(sentence)[1]
     result = real.head_result(reading, 2, 7)
-    full = read(pretrained.load(), sentence, weights_upto=512)
+    full = read(minilm.load(), sentence, weights_upto=512)
     torch.testing.assert_close(result.weights[0], full.weights[2, 7], atol=1e-6, rtol=0)
     assert real.head_result(reading, 2, 7) is result
 
@@ -259,28 +260,28 @@ def test_kept_readings_are_bounded_by_bytes_the_newest_always_kept() -> None:
 
 
 def test_a_reading_is_what_forward_gives_without_the_weights_of_a_long_sentence() -> None:
-    model = pretrained.load()
+    model = minilm.load()
     sentence = "It was the animal that was too tired to cross the street. " * 12
-    full = pretrained.forward(model, sentence)
-    reading = pretrained.read(model, sentence)
+    full = minilm.forward(model, sentence)
+    reading = minilm.read(model, sentence)
     assert len(reading.tokens) > 64 and reading.weights is None
     assert torch.equal(reading.hidden_states, full.hidden_states)
     torch.testing.assert_close(reading.rollout, interpret.rollout(full.weights).rollout, atol=1e-6, rtol=1e-5)
-    for name, values in pretrained.head_scores(full).scores().items():
+    for name, values in minilm.head_scores(full).scores().items():
         torch.testing.assert_close(reading.scores.scores()[name], values, atol=1e-7, rtol=1e-6)
     whole = sum(v.nbytes for v in vars(full).values() if isinstance(v, torch.Tensor))
-    bound = pretrained.reading_bytes(len(reading.tokens))  # the coreference scores counted, found or not
+    bound = minilm.reading_bytes(len(reading.tokens))  # the coreference scores counted, found or not
     assert reading.nbytes <= bound <= reading.nbytes + 4 * 6 * 12 and bound < whole / 4
-    norms = pretrained.norm_based(model, reading, 4, head=3)
-    torch.testing.assert_close(norms.norms[0], pretrained.norm_based(model, full, 4).norms[3], atol=1e-6, rtol=0)
+    norms = minilm.norm_based(model, reading, 4, head=3)
+    torch.testing.assert_close(norms.norms[0], minilm.norm_based(model, full, 4).norms[3], atol=1e-6, rtol=0)
 
 
 def test_a_long_text_is_tokenized_only_as_far_as_the_model_reads() -> None:
-    model = pretrained.load()
+    model = minilm.load()
     words = ["the", "naïve", "animal's", "street,", "東京", "x" * 150, "(tired)"]
     text = " ".join(words[i % len(words)] for i in range(1500))
     whole = model.tokenizer.encode(text)
-    e = pretrained.encode(model, text)
-    assert e.ids == tuple(whole.ids) and e.truncated and len(e.ids) == pretrained.MAX_TOKENS
-    huge = pretrained.encode(model, "a" * (8 << 20) + " cat")  # one 8 MiB word: one [UNK], the rest dropped
+    e = minilm.encode(model, text)
+    assert e.ids == tuple(whole.ids) and e.truncated and len(e.ids) == minilm.MAX_TOKENS
+    huge = minilm.encode(model, "a" * (8 << 20) + " cat")  # one 8 MiB word: one [UNK], the rest dropped
     assert huge.tokens == ("[CLS]", "[UNK]", "cat", "[SEP]") and not huge.truncated

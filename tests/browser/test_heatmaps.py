@@ -9,7 +9,7 @@ import urllib.parse
 import pytest
 
 from attention import Config, compute
-from attention.config import MAX_TOKENS
+from attention.basics.config import MAX_TOKENS
 
 pytestmark = pytest.mark.browser
 

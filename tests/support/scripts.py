@@ -10,7 +10,7 @@ import json
 import torch
 
 from attention import Config, compute
-from attention.export import script
+from attention.io.script import script
 
 
 def exec_script(config: Config) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from attention import Config
-from attention.config import EMBEDDING_INITS, HEAD_LAYOUTS, MASKS, SCALES
+from attention.basics.config import EMBEDDING_INITS, HEAD_LAYOUTS, MASKS, SCALES
 
 # repeated words, punctuation and formula-like text are all ordinary tokens
 WORDS = ("the", "chef", "a", "meal", "=1+1", "é", "Life")

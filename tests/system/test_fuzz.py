@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 import ui
-from attention.cli import main as cli
+from attention.io.cli.main import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

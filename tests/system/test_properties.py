@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui
 from attention import Config, compute
-from attention.config import EMBEDDING_INITS, HEAD_LAYOUTS, MASKS, MAX_TOKENS, SCALES
+from attention.basics.config import EMBEDDING_INITS, HEAD_LAYOUTS, MASKS, MAX_TOKENS, SCALES
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ("the", "the", "chef", "<img", "**x**", "$\\frac{1}{0}$", "=1+1", "😀", "e\u0301", "שלום", "a\u200bb")
@@ -130,7 +130,7 @@ def test_the_app_never_seeds_or_draws_from_torchs_global_rng(monkeypatch) -> Non
 SHARED = [
     *sorted((ROOT / "ui").glob("*.py")),
     *sorted((ROOT / "server").glob("*.py")),
-    *sorted((ROOT / "attention").glob("*.py")),
+    *sorted((ROOT / "attention").rglob("*.py")),
 ]  # imported once, shared by every session
 SCRIPTS = [ROOT / "dashboard.py", *sorted((ROOT / "pages").glob("*.py"))]  # run afresh for every session
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "add", "discard",
@@ -210,7 +210,7 @@ def test_pages_and_shared_modules_keep_no_global_state() -> None:
 
 
 def test_the_package_never_reads_streamlit_state() -> None:
-    for path in sorted((ROOT / "attention").glob("*.py")):
+    for path in sorted((ROOT / "attention").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert "import streamlit" not in text and "session_state" not in text, path.name
 

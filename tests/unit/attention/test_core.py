@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from support.strategies import configs
 
 from attention import Config, Result, compute
-from attention.config import MASKS
+from attention.basics.config import MASKS
 
 SETTINGS = settings(max_examples=120, deadline=None)
 CLOSE = {"atol": 1e-5, "rtol": 1e-5}

@@ -10,7 +10,7 @@ from support.strategies import configs
 
 from attention import Config, compute, masks
 from attention.decoding import DecodeStep, allowed_keys, decode, decode_result, decode_step
-from attention.gqa import expand_kv
+from attention.llm.gqa import expand_kv
 
 TIGHT = {"atol": 1e-6, "rtol": 1e-6}
 HEAD_PAIRS = [(1, 1), (3, 3), (4, 2), (4, 1), (6, 3)]

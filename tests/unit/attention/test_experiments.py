@@ -10,19 +10,21 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention import Config, compute, experiments, tokenize
-from attention.cli import main
+from attention import Config, compute, tokenize
+from attention.io import export
+from attention.io.cli.main import main
+from attention.lessons import compare, pitfalls, scaling, soft_lookup
 
 OCTAVES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 SEEDS = range(32)
 
 
 @pytest.fixture(scope="module")
-def sweep() -> experiments.ScalingSweep:
-    return experiments.scaling_sweep(seeds=SEEDS, tokens=6)
+def sweep() -> scaling.ScalingSweep:
+    return scaling.scaling_sweep(seeds=SEEDS, tokens=6)
 
 
-def at_octaves(sweep: experiments.ScalingSweep, metric: str, variant: str) -> list[float]:
+def at_octaves(sweep: scaling.ScalingSweep, metric: str, variant: str) -> list[float]:
     mean = sweep.band(metric, variant)[0]
     return [float(mean[sweep.d_ks.tolist().index(d)]) for d in OCTAVES]
 
@@ -30,7 +32,7 @@ def at_octaves(sweep: experiments.ScalingSweep, metric: str, variant: str) -> li
 # --------------------------------------------------------------------------- why divide by sqrt(d_k)
 
 
-def test_the_sweep_covers_1_to_512_on_a_log_grid(sweep: experiments.ScalingSweep) -> None:
+def test_the_sweep_covers_1_to_512_on_a_log_grid(sweep: scaling.ScalingSweep) -> None:
     d = sweep.d_ks.tolist()
     assert d[0] == 1 and d[-1] == 512 and d == sorted(set(d))
     assert set(OCTAVES) <= set(d)
@@ -38,7 +40,7 @@ def test_the_sweep_covers_1_to_512_on_a_log_grid(sweep: experiments.ScalingSweep
         assert getattr(sweep, metric).shape == (2, len(d), len(SEEDS))
 
 
-def test_unscaled_entropy_falls_as_d_k_grows(sweep: experiments.ScalingSweep) -> None:
+def test_unscaled_entropy_falls_as_d_k_grows(sweep: scaling.ScalingSweep) -> None:
     entropy = at_octaves(sweep, "entropy", "unscaled")
     assert all(a > b for a, b in zip(entropy, entropy[1:], strict=False)), entropy
     assert entropy[0] > 0.8 * sweep.max_entropy  # d_k = 1: close to uniform
@@ -48,7 +50,7 @@ def test_unscaled_entropy_falls_as_d_k_grows(sweep: experiments.ScalingSweep) ->
     assert top[-1] > 0.95
 
 
-def test_scaled_entropy_stays_within_a_band(sweep: experiments.ScalingSweep) -> None:
+def test_scaled_entropy_stays_within_a_band(sweep: scaling.ScalingSweep) -> None:
     mean = sweep.band("entropy", "scaled")[0]
     assert float(mean.min()) > 0.8 * sweep.max_entropy
     assert float(mean.max() - mean.min()) < 0.15
@@ -56,7 +58,7 @@ def test_scaled_entropy_stays_within_a_band(sweep: experiments.ScalingSweep) -> 
     assert float(top.max()) < 0.5 and float(top.max() - top.min()) < 0.1
 
 
-def test_score_spread_grows_like_sqrt_d_k_unless_scaled(sweep: experiments.ScalingSweep) -> None:
+def test_score_spread_grows_like_sqrt_d_k_unless_scaled(sweep: scaling.ScalingSweep) -> None:
     root = sweep.d_ks.float().sqrt()
     torch.testing.assert_close(sweep.band("spread", "unscaled")[0] / root, torch.ones(len(root)), atol=0.15, rtol=0)
     torch.testing.assert_close(sweep.band("spread", "scaled")[0], torch.ones(len(root)), atol=0.15, rtol=0)
@@ -64,17 +66,17 @@ def test_score_spread_grows_like_sqrt_d_k_unless_scaled(sweep: experiments.Scali
     torch.testing.assert_close(sweep.spread[1], sweep.spread[0] / root[:, None])
 
 
-def test_the_band_holds_the_mean_between_its_percentiles(sweep: experiments.ScalingSweep) -> None:
+def test_the_band_holds_the_mean_between_its_percentiles(sweep: scaling.ScalingSweep) -> None:
     for metric in ("spread", "entropy", "top"):
-        for variant in experiments.VARIANTS:
+        for variant in scaling.VARIANTS:
             mean, lo, hi = sweep.band(metric, variant)
             assert bool((lo <= hi).all())
             assert bool((lo <= mean + 1e-6).all() and (mean <= hi + 1e-6).all())
 
 
 def test_a_width_gives_the_same_numbers_in_any_grid() -> None:
-    alone = experiments.scaling_sweep([24], seeds=range(5, 9), tokens=7)
-    grid = experiments.scaling_sweep([1, 24, 300], seeds=range(5, 9), tokens=7)
+    alone = scaling.scaling_sweep([24], seeds=range(5, 9), tokens=7)
+    grid = scaling.scaling_sweep([1, 24, 300], seeds=range(5, 9), tokens=7)
     for metric in ("spread", "entropy", "top"):
         # the same numbers drawn; only the order of the float sums differs (one block against three)
         torch.testing.assert_close(getattr(alone, metric)[:, 0], getattr(grid, metric)[:, 1])
@@ -82,17 +84,17 @@ def test_a_width_gives_the_same_numbers_in_any_grid() -> None:
 
 def test_each_seed_has_its_own_generator_and_the_global_one_is_untouched() -> None:
     state = torch.get_rng_state()
-    many = experiments.scaling_sweep(seeds=[3, 4, 5], tokens=4)
-    one = experiments.scaling_sweep(seeds=[4], tokens=4)
+    many = scaling.scaling_sweep(seeds=[3, 4, 5], tokens=4)
+    one = scaling.scaling_sweep(seeds=[4], tokens=4)
     assert torch.equal(torch.get_rng_state(), state)
     torch.testing.assert_close(many.entropy[:, :, 1], one.entropy[:, :, 0], rtol=0, atol=0)
-    again = experiments.scaling_sweep(seeds=[3, 4, 5], tokens=4)
+    again = scaling.scaling_sweep(seeds=[3, 4, 5], tokens=4)
     assert torch.equal(many.entropy, again.entropy)
 
 
 def test_the_sweep_matches_a_direct_softmax() -> None:
     d_k, seed, t = 16, 11, 5
-    s = experiments.scaling_sweep([d_k], seeds=[seed], tokens=t, temperature=2.0)
+    s = scaling.scaling_sweep([d_k], seeds=[seed], tokens=t, temperature=2.0)
     draw = torch.randn(d_k, 2, t, generator=torch.Generator().manual_seed(seed))
     q, k = draw[:, 0].T, draw[:, 1].T  # (T, d_k)
     for v, factor in enumerate((2.0, 2.0 * math.sqrt(d_k))):
@@ -109,17 +111,17 @@ def test_the_sweep_matches_a_direct_softmax() -> None:
 )
 def test_the_sweep_refuses_settings_that_say_nothing(kwargs: dict) -> None:
     with pytest.raises(ValueError):
-        experiments.scaling_sweep(**kwargs)
+        scaling.scaling_sweep(**kwargs)
 
 
 def test_row_stats_of_uniform_and_one_hot_rows() -> None:
-    entropy, top = experiments.row_stats(torch.tensor([[0.25] * 4, [0.0, 1.0, 0.0, 0.0]]))
+    entropy, top = scaling.row_stats(torch.tensor([[0.25] * 4, [0.0, 1.0, 0.0, 0.0]]))
     torch.testing.assert_close(entropy, torch.tensor([math.log(4), 0.0]))
     torch.testing.assert_close(top, torch.tensor([0.25, 1.0]))
     # a query with every key blocked has no distribution, so it is left out of the mean
     weights = torch.tensor([[0.5, 0.5], [0.0, 0.0]])
     mask = torch.tensor([[True, True], [False, False]])
-    assert experiments.mean_row_stats(weights, mask) == pytest.approx((math.log(2), 0.5))
+    assert scaling.mean_row_stats(weights, mask) == pytest.approx((math.log(2), 0.5))
 
 
 # --------------------------------------------------------------------------- invariants and pitfalls
@@ -140,23 +142,23 @@ EXPECTED_BROKEN = {
 def test_correct_weights_keep_every_invariant(mask: str) -> None:
     custom = [[True, False, False, False], [False, False, False, False], [True, True, True, False], [True] * 4]
     r = compute(Config(sentence="a b c d", mask=mask, padding=4, window=2, custom_mask=custom, heads=3))
-    assert experiments.invariants(r.weights, r.mask, (3, 4, 4)) == dict.fromkeys(experiments.INVARIANTS, True)
+    assert pitfalls.invariants(r.weights, r.mask, (3, 4, 4)) == dict.fromkeys(pitfalls.INVARIANTS, True)
 
 
 def test_invariants_catch_each_kind_of_breakage() -> None:
     mask = torch.tensor([[True, False], [True, True]])
     good = torch.tensor([[[1.0, 0.0], [0.3, 0.7]]])  # (1, 2, 2)
-    assert all(experiments.invariants(good, mask, (1, 2, 2)).values())
-    assert not experiments.invariants(good, mask, (2, 2))["shapes"]
-    assert not experiments.invariants(good * 0.9, mask, (1, 2, 2))["rows sum to 1"]
+    assert all(pitfalls.invariants(good, mask, (1, 2, 2)).values())
+    assert not pitfalls.invariants(good, mask, (2, 2))["shapes"]
+    assert not pitfalls.invariants(good * 0.9, mask, (1, 2, 2))["rows sum to 1"]
     leaky = torch.tensor([[[0.9, 0.1], [0.3, 0.7]]])
-    assert experiments.invariants(leaky, mask, (1, 2, 2)) == {
+    assert pitfalls.invariants(leaky, mask, (1, 2, 2)) == {
         "rows sum to 1": True,
         "masked weights are 0": False,
         "shapes": True,
     }
     nan = torch.tensor([[[1.0, math.nan], [0.3, 0.7]]])
-    assert not any(list(experiments.invariants(nan, mask, (1, 2, 2)).values())[:2])
+    assert not any(list(pitfalls.invariants(nan, mask, (1, 2, 2)).values())[:2])
 
 
 CONFIGS = [
@@ -169,19 +171,19 @@ CONFIGS = [
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"h{c.heads}-{c.mask}-dk{c.d_k}")
 def test_each_pitfall_breaks_exactly_the_invariants_it_should(config: Config) -> None:
-    versions = experiments.pitfalls(config)
+    versions = pitfalls.pitfalls(config)
     assert {p.name: p.broken for p in versions} == EXPECTED_BROKEN
     assert versions[0].name == "Correct"
     for p in versions:
         assert p.what_goes_wrong and "\n" not in p.what_goes_wrong and p.code
-        assert set(p.invariants) == set(experiments.INVARIANTS)
+        assert set(p.invariants) == set(pitfalls.INVARIANTS)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"h{c.heads}-{c.mask}-dk{c.d_k}")
 def test_the_correct_version_is_pytorchs_attention(config: Config) -> None:
-    used = experiments.pitfall_config(config)
+    used = pitfalls.pitfall_config(config)
     r = compute(used)
-    correct = experiments.pitfalls(config)[0]
+    correct = pitfalls.pitfalls(config)[0]
     sdpa = F.scaled_dot_product_attention(r.queries, r.keys, r.values, attn_mask=r.mask)  # (h, T, d_v)
     torch.testing.assert_close(correct.context, sdpa)
     torch.testing.assert_close(correct.output, r.output)
@@ -190,8 +192,8 @@ def test_the_correct_version_is_pytorchs_attention(config: Config) -> None:
 
 def test_the_pitfalls_are_the_mistakes_they_name() -> None:
     config = Config(heads=2, seed=3, d_k=8)
-    r = compute(experiments.pitfall_config(config))
-    p = {v.name: v for v in experiments.pitfalls(config)}
+    r = compute(pitfalls.pitfall_config(config))
+    p = {v.name: v for v in pitfalls.pitfalls(config)}
     blocked = ~r.mask
     # over the queries: every column with an allowed query sums to 1
     torch.testing.assert_close(p["Softmax over the wrong dimension"].weights.sum(-2), torch.ones(2, 6))
@@ -219,44 +221,44 @@ def test_the_pitfalls_are_the_mistakes_they_name() -> None:
 def test_all_positive_weights_saturate_and_the_page_says_by_how_much() -> None:
     """Issue 23's numbers, computed: omega's spread with torch.rand weights grows like d_k (3.5, 23, 57, 155, 595 at
     d_k 1, 8, 24, 64, 256 on the Raschka inputs); with the normal init the scaled scores stay near unit spread."""
-    positive = experiments.saturation(Config())
+    positive = pitfalls.saturation(Config())
     assert positive.d_ks == (1, 8, 24, 64, 256)
     assert [round(x, 1) for x in positive.spread] == [3.5, 23.4, 57.3, 154.8, 595.5]
     assert positive.entropy[2] == pytest.approx(0.365, abs=1e-3) and positive.entropy[-1] < 0.14
     assert positive.top[-1] > 0.9 and positive.max_entropy == pytest.approx(math.log(6))
     spreads = torch.tensor(positive.spread)
     assert bool((spreads[1:] / spreads[:-1] > 2).all())  # each step of d_k (x3 to x8) more than doubles it
-    normal = experiments.saturation(Config(), init="normal")
+    normal = pitfalls.saturation(Config(), init="normal")
     assert all(0.5 < x < 1.5 for x in normal.scaled_spread)
     assert all(n > p for n, p in zip(normal.entropy, positive.entropy, strict=True))
-    p = {v.name: v for v in experiments.pitfalls(Config(init="normal", draws="stable"))}
+    p = {v.name: v for v in pitfalls.pitfalls(Config(init="normal", draws="stable"))}
     lesson = p["All-positive weights (torch.rand)"]
     assert "3.5, 23, 57, 155, 595 at d_k 1, 8, 24, 64, 256" in lesson.what_goes_wrong
     assert lesson.mean_largest_weight > p["Correct"].mean_largest_weight + 0.2
-    r = compute(experiments.pitfall_config(Config(init="rand-transposed")))
+    r = compute(pitfalls.pitfall_config(Config(init="rand-transposed")))
     torch.testing.assert_close(lesson.weights, r.weights)  # the tutorial's weights on the same inputs
 
 
 def test_forgetting_the_output_projection_passes_every_check_when_the_widths_agree() -> None:
     # split layout: h * d_v = d_model, so only the numbers tell
     config = Config(heads=4, head_layout="split", init="linear")
-    p = experiments.pitfalls(config)[-1]
-    correct = experiments.pitfalls(config)[0]
+    p = pitfalls.pitfalls(config)[-1]
+    correct = pitfalls.pitfalls(config)[0]
     assert p.broken == () and p.output.shape == correct.output.shape
     assert not torch.allclose(p.output, correct.output)
 
 
 def test_a_mask_that_blocks_whole_columns_makes_the_wrong_dimension_nan() -> None:
-    p = {v.name: v for v in experiments.pitfalls(Config(mask="padding", padding=2))}
+    p = {v.name: v for v in pitfalls.pitfalls(Config(mask="padding", padding=2))}
     assert p["Softmax over the wrong dimension"].broken == ("rows sum to 1", "masked weights are 0")
     assert all(math.isnan(x) for x in p["Softmax over the wrong dimension"].row_sum_range)
     assert p["Correct"].broken == ()
 
 
 def test_pitfall_config_needs_a_mask_that_blocks_something() -> None:
-    assert experiments.pitfall_config(Config()).mask == "causal"
-    assert experiments.pitfall_config(Config(mask="padding", padding=0)).mask == "causal"
-    kept = experiments.pitfall_config(Config(mask="window", window=2, dropout=0.5))
+    assert pitfalls.pitfall_config(Config()).mask == "causal"
+    assert pitfalls.pitfall_config(Config(mask="padding", padding=0)).mask == "causal"
+    kept = pitfalls.pitfall_config(Config(mask="window", window=2, dropout=0.5))
     assert (kept.mask, kept.window, kept.dropout, kept.out_proj) == ("window", 2, 0.0, True)
 
 
@@ -265,7 +267,7 @@ def test_pitfall_config_needs_a_mask_that_blocks_something() -> None:
 
 def test_diff_of_a_setting_with_itself_is_zero() -> None:
     r = compute(Config())
-    d = experiments.diff(r, r)
+    d = compare.diff(r, r)
     assert d.changed == {} and d.largest == 0.0
     assert not bool(d.omega.any()) and not bool(d.weights.any()) and not bool(d.context.any())
     assert d.summary(r.tokens, r.key_tokens) == "A and B are the same setting; every weight is the same."
@@ -273,7 +275,7 @@ def test_diff_of_a_setting_with_itself_is_zero() -> None:
 
 def test_diff_finds_the_largest_weight_change_and_its_tokens() -> None:
     a, b = compute(Config(seed=1)), compute(Config(seed=2))
-    d = experiments.diff(a, b)
+    d = compare.diff(a, b)
     assert d.changed == {"seed": (1, 2)}
     change = b.weights[0] - a.weights[0]
     torch.testing.assert_close(d.weights, change)
@@ -289,19 +291,19 @@ def test_diff_finds_the_largest_weight_change_and_its_tokens() -> None:
 
 def test_diff_ignores_settings_that_do_nothing() -> None:
     a, b = Config(window=2, padding=1), Config(window=5, padding=3, temperature=9.0)
-    assert experiments.changed_fields(a, b) == {}
-    assert experiments.changed_fields(a.replace(mask="window"), b) == {"mask": ("window", "none"), "window": (2, 5)}
+    assert compare.changed_fields(a, b) == {}
+    assert compare.changed_fields(a.replace(mask="window"), b) == {"mask": ("window", "none"), "window": (2, 5)}
 
 
 def test_stable_draws_change_only_what_the_learner_changed() -> None:
     """Issue 23: "1 head vs 4" moved head 1's weights (0.601 -> 0.972) only through the order of draws."""
     a = Config(init="normal", draws="stable")
-    d = experiments.diff(compute(a), compute(a.replace(heads=4)))
+    d = compare.diff(compute(a), compute(a.replace(heads=4)))
     assert d.also == () and d.largest == 0.0
     assert d.summary(a.tokens, a.tokens) == "B changes heads 1 → 4; every weight is the same."
     for init in ("rand-transposed", "rand", "linear"):  # every init the pages offer, drawn stably
         s = Config(init=init, draws="stable")
-        assert experiments.diff(compute(s.replace(heads=2)), compute(s.replace(heads=8))).largest == 0.0
+        assert compare.diff(compute(s.replace(heads=2)), compute(s.replace(heads=8))).largest == 0.0
 
 
 @pytest.mark.parametrize(
@@ -316,27 +318,27 @@ def test_stable_draws_change_only_what_the_learner_changed() -> None:
     ],
 )  # fmt: skip
 def test_compare_says_what_else_changed_when_stability_is_impossible(a: Config, b: Config, words: str) -> None:
-    d = experiments.diff(compute(a), compute(b))
+    d = compare.diff(compute(a), compute(b))
     assert any(words in note for note in d.also), d.also
     assert words in d.summary(a.tokens, a.tokens)
 
 
 def test_nothing_else_changed_is_said_when_nothing_else_did() -> None:
-    assert experiments.redrawn(Config(), Config(seed=5)) == ()  # a new seed is new numbers: that is the change
-    assert experiments.redrawn(Config(init="linear"), Config(init="linear", heads=3)) == ()  # one module a head
-    assert experiments.redrawn(Config(init="identity"), Config(init="identity", heads=2)) == ()
-    assert experiments.redrawn(Config(), Config(mask="causal")) == ()
+    assert compare.redrawn(Config(), Config(seed=5)) == ()  # a new seed is new numbers: that is the change
+    assert compare.redrawn(Config(init="linear"), Config(init="linear", heads=3)) == ()  # one module a head
+    assert compare.redrawn(Config(init="identity"), Config(init="identity", heads=2)) == ()
+    assert compare.redrawn(Config(), Config(mask="causal")) == ()
 
 
 def test_diff_across_shapes() -> None:
     a = compute(Config(heads=1))
     b = compute(Config(heads=4, d_v=5))
-    d = experiments.diff(a, b, 0, 3)
+    d = compare.diff(a, b, 0, 3)
     assert d.changed == {"d_v": (28, 5), "heads": (1, 4)}
     assert d.context is None  # widths differ
     torch.testing.assert_close(d.weights, b.weights[3] - a.weights[0])
     other = compute(Config(sentence="only three words"))
-    far = experiments.diff(a, other)
+    far = compare.diff(a, other)
     assert far.weights is None and far.omega is None and far.largest == 0.0
     assert "token counts differ" in far.summary(a.tokens, a.key_tokens)
 
@@ -348,7 +350,7 @@ def test_diff_across_shapes() -> None:
 def test_the_soft_lookup_adds_up_to_the_context(mask: str) -> None:
     r = compute(Config(mask=mask, heads=2, seed=9))
     for i in range(len(r.tokens)):
-        look = experiments.soft_lookup(r, 1, i)
+        look = soft_lookup.soft_lookup(r, 1, i)
         torch.testing.assert_close(look.weighted.sum(0), look.context)
         torch.testing.assert_close(look.context, r.context[1, i])
         torch.testing.assert_close(look.weights.sum(), torch.tensor(1.0))
@@ -373,11 +375,11 @@ def test_the_exported_mask_runs_on_the_command_line(config, tmp_path, capsys) ->
     mask = [[(i + j) % 3 != 1 or i == j for j in range(t)] for i in range(t)]
     config = config.replace(mask="custom", custom_mask=mask)
     path = tmp_path / "mask.json"
-    path.write_text(experiments.mask_json(torch.tensor(mask), config.tokens, config=config), encoding="utf-8")
+    path.write_text(export.mask_json(torch.tensor(mask), config.tokens, config=config), encoding="utf-8")
     saved = json.loads(path.read_text(encoding="utf-8"))
     assert saved["mask"] == mask and saved["tokens"] == list(config.tokens) and saved["sentence"] == config.sentence
 
-    assert main([*experiments.cli_args(config, str(path)), "--format", "json"]) == 0
+    assert main([*export.cli_args(config, str(path)), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     want = compute(config)
     assert out["config"]["custom_mask"] == mask
@@ -387,11 +389,11 @@ def test_the_exported_mask_runs_on_the_command_line(config, tmp_path, capsys) ->
 
 
 def test_cli_args_name_only_what_differs_from_the_defaults() -> None:
-    assert experiments.cli_args(Config(), "m.json") == ["--custom-mask", "m.json"]
-    args = experiments.cli_args(Config(seed=5, out_proj=True, mask="window", window=2), "m.json")
+    assert export.cli_args(Config(), "m.json") == ["--custom-mask", "m.json"]
+    args = export.cli_args(Config(seed=5, out_proj=True, mask="window", window=2), "m.json")
     assert args == ["--out-proj", "--seed=5", "--custom-mask", "m.json"]
     with pytest.raises(ValueError, match="matrix"):
-        experiments.cli_args(Config(sentence="a", embeddings=[[1.0, 2.0]], d_model=2))
+        export.cli_args(Config(sentence="a", embeddings=[[1.0, 2.0]], d_model=2))
 
 
 # Text that bash, zsh, PowerShell or cmd.exe would act on if it reached a command line unquoted, or quoted for
@@ -418,11 +420,11 @@ def test_the_command_line_holds_no_user_text_and_reads_it_back(text: str, tmp_pa
     mask = [[(i + j) % 2 == 0 for j in range(t_k)] for i in range(t_q)]
     config = Config(sentence=text, cross_sentence=cross, d_k=8, seed=4, heads=2, scale="temperature",
                     temperature=0.5, mask="custom", custom_mask=mask)  # fmt: skip
-    args = experiments.cli_args(config)
+    args = export.cli_args(config)
     assert all(SAFE_ARGUMENT.fullmatch(a) for a in args), args
     assert args[:4] == ["--sentence-file", "mask.json", "--cross-sentence-file", "mask.json"]
     monkeypatch.chdir(tmp_path)  # the command names mask.json in the folder it runs in
-    (tmp_path / "mask.json").write_text(experiments.mask_json(config.custom_mask, config=config), encoding="utf-8")
+    (tmp_path / "mask.json").write_text(export.mask_json(config.custom_mask, config=config), encoding="utf-8")
     assert main([*args, "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["config"]["sentence"] == text and out["tokens"] == list(config.tokens)
@@ -450,4 +452,4 @@ def test_cli_args_refuse_a_value_a_shell_would_change() -> None:
     config = Config(seed=3)
     object.__setattr__(config, "init", "rand & calc")
     with pytest.raises(ValueError, match="shell"):
-        experiments.cli_args(config)
+        export.cli_args(config)

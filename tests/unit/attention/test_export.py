@@ -17,7 +17,8 @@ from support.scripts import assert_reproduces, exec_script
 from support.strategies import configs
 
 from attention import Config, compute, masks, presets
-from attention.export import labels, matrix_csv, safe_cell, script, to_dict, to_json
+from attention.io.export import labels, matrix_csv, safe_cell, to_dict, to_json
+from attention.io.script import script
 
 HEAD_KEYS = {
     "w_query",

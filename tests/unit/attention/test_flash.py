@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention import masks
-from attention.flash import blocks, memory_numbers, ordinary_attention, tiled_attention
+from attention.llm.flash import blocks, memory_numbers, ordinary_attention, tiled_attention
 
 TIGHT = {"atol": 1e-6, "rtol": 1e-6}
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention import masks
-from attention.gqa import check_kv_heads, divisors, expand_kv, group_of, grouped_attention
+from attention.llm.gqa import check_kv_heads, divisors, expand_kv, group_of, grouped_attention
 
 CLOSE = {"atol": 1e-5, "rtol": 1e-5}
 HEAD_PAIRS = [(1, 1), (4, 4), (4, 2), (4, 1), (6, 3), (6, 2), (8, 2), (8, 1)]

@@ -14,9 +14,9 @@ from support.scripts import assert_reproduces, exec_script
 from support.strategies import configs
 
 from attention import Config, compute
-from attention.config import SETTINGS
-from attention.export import script
-from attention.weights import column_seed, input_scale, projections, seeded_projections
+from attention.basics.config import SETTINGS
+from attention.basics.weights import column_seed, input_scale, projections, seeded_projections
+from attention.io.script import script
 
 DASHBOARD_INITS = SETTINGS["init"].dashboard  # every init the pages offer
 DRAWN = tuple(i for i in DASHBOARD_INITS if i != "identity")

@@ -8,7 +8,8 @@ import functools
 import pytest
 import torch
 
-from attention import Config, compute, interpret
+from attention import Config, compute
+from attention.lessons import interpret
 
 # norm-based attention ----------------------------------------------------------------------------
 
@@ -230,7 +231,7 @@ def test_scores_read_a_toy_result() -> None:
     ],
 )
 def test_coreference_pair_names_a_pronoun_and_its_likely_antecedent(sentence: str, pair: tuple[str, str]) -> None:
-    from attention.config import tokenize
+    from attention.basics.config import tokenize
 
     tokens = tokenize(sentence)
     found = interpret.coreference_pair(tokens)
@@ -240,7 +241,7 @@ def test_coreference_pair_names_a_pronoun_and_its_likely_antecedent(sentence: st
 
 @pytest.mark.parametrize("sentence", ["Life is short, eat dessert first", "It rains", "the and of it"])
 def test_no_pair_without_a_pronoun_after_a_noun(sentence: str) -> None:
-    from attention.config import tokenize
+    from attention.basics.config import tokenize
 
     assert interpret.coreference_pair(tokenize(sentence)) is None
 

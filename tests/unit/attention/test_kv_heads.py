@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention import Config, compute
-from attention.config import MASKS
+from attention.basics.config import MASKS
 
 
 @st.composite

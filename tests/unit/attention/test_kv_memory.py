@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention.kv_memory import (
+from attention.llm.kv_memory import (
     CONTEXTS,
     MODELS,
     ModelShape,

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention import Config, compute
-from attention.permutation import RTOL, apply_order, permutation_check, shuffled_order
-from attention.position import apply_rope, rope_angles
-from attention.rope_demo import (
+from attention.basics.position import apply_rope, rope_angles
+from attention.lessons.permutation import RTOL, apply_order, permutation_check, shuffled_order
+from attention.lessons.rope_demo import (
     omega_before_rotation,
     pair_scores,
     sinusoidal_pair_scores,

@@ -1,4 +1,4 @@
-"""The plain-PyTorch script (`export.script`, the dashboard's "Code" panel) for the settings beyond the tutorials:
+"""The plain-PyTorch script (`attention.io.script`, the dashboard's "Code" panel) for the settings beyond the tutorials:
 grouped-query heads, keys and values of another width, positions, given biases, score biases, bottom-right causal
 masks and per-head widths in the split layout. Each script, run, prints compute()'s numbers."""
 
@@ -15,7 +15,7 @@ from support.scripts import assert_reproduces, exec_script
 from support.strategies import configs, matrix
 
 from attention import Config
-from attention.export import script
+from attention.io.script import script
 
 INF = float("inf")
 INITS = ("rand", "rand-transposed", "linear", "identity")

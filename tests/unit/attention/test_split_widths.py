@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.strategies import matrix
 
-from attention import Config, cli, compute
+from attention import Config, compute
+from attention.io.cli.main import main
 
 
 class FromScratch(torch.nn.Module):
@@ -101,12 +102,12 @@ def test_a_given_d_k_lifts_the_divisibility_rule_and_a_disagreeing_d_out_is_name
 def test_the_command_line_takes_a_per_head_width_in_the_split_layout(capsys: pytest.CaptureFixture) -> None:
     argv = ["--d-model", "6", "--head-layout", "split", "--heads", "2", "--d-k", "4", "--d-v", "3", "--out-proj",
             "--init", "linear", "--format", "json"]  # fmt: skip
-    assert cli.main(argv) == 0
+    assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     r = compute(Config(d_model=6, head_layout="split", heads=2, d_k=4, d_v=3, out_proj=True, init="linear"))
     assert [len(out["heads"][0]["queries"][0]), len(out["heads"][0]["values"][0]), len(out["output"][0])] == [4, 3, 6]
     torch.testing.assert_close(torch.tensor(out["output"]), r.output, atol=1e-6, rtol=0)
-    assert cli.main(["--head-layout", "split", "--heads", "2", "--d-k", "3", "--d-out", "8"]) == 2
+    assert main(["--head-layout", "split", "--heads", "2", "--d-k", "3", "--d-out", "8"]) == 2
     assert "heads x d_k = 2 x 3 = 6" in capsys.readouterr().err
 
 

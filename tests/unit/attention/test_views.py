@@ -1,11 +1,12 @@
-"""attention.views: tensor shapes along the way, and preset checks value by value."""
+"""attention.basics.views: tensor shapes along the way, and preset checks value by value."""
 
 import dataclasses
 
 import pytest
 import torch
 
-from attention import Config, compute, presets, views
+from attention import Config, compute, presets
+from attention.basics import views
 
 
 def test_shape_steps_independent_layout_uses_the_configs_numbers():

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from attention import Config, weights
+from attention import Config
+from attention.basics import weights
 
 SMALL = Config(sentence="the cat sat", d_model=16, d_k=8, d_v=8, heads=2, seed=5)
 LARGE = Config(sentence="the cat sat", d_model=256, d_k=256, d_v=256, heads=16, seed=5)

@@ -85,19 +85,7 @@ def test_only_the_package_computes_attention(top):
     assert not found, f"attention math outside `attention/` (ask the package for the number): {found}"
 
 
-# attention/'s one circle (cli.py <-> models/smollm2_cli.py, models/tiny_cli.py) is broken on the branch
-# attention-parts (attention/ in parts: basics, llm, lessons, io), not yet merged: strict, so the merge must drop this.
-CIRCLED = {"attention": "cli.py <-> models/*_cli.py, broken on the attention-parts branch"}
-
-
-@pytest.mark.parametrize(
-    "top",
-    [
-        pytest.param(top, marks=pytest.mark.xfail(strict=True, reason=CIRCLED[top])) if top in CIRCLED else top
-        for top in TOPS
-        if (ROOT / top).is_dir()
-    ],
-)
+@pytest.mark.parametrize("top", [top for top in TOPS if (ROOT / top).is_dir()])
 def test_no_import_circle_inside_a_package(top):
     names = {name_of(path): path for path in modules(top)}
     graph = {

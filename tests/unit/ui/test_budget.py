@@ -1,6 +1,7 @@
-"""The memory budget: a run's size known from its Config (attention/budget.py), measured against the real tensors,
-and the server-wide admission (server/budget.py): bytes held while a Result lives, first come first served, waiting
-and refusing; the pages that need several results hold one at a time (run here under a budget that fits one).
+"""The memory budget: a run's size known from its Config (attention/basics/budget.py), measured against the real
+tensors, and the server-wide admission (server/budget.py): bytes held while a Result lives, first come first served,
+waiting and refusing; the pages that need several results hold one at a time (run here under a budget that fits
+one).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import ui
 import ui.chat  # noqa: F401  (registers its evictor)
 import ui.model  # noqa: F401  (registers its evictor)
 import ui.training  # noqa: F401  (registers its evictor)
-from attention import Config, budget, compute, experiments
+from attention import Config, compute
+from attention.basics import budget
+from attention.lessons import compare, pitfalls
 from server.budget import ByteBudget, Refused
 
 WORDS = " ".join(f"w{i}" for i in range(1, 161))
@@ -90,7 +93,7 @@ def test_one_head_is_the_results_head_and_diff_reads_it() -> None:
     for name in ("omega", "weights", "dropped_weights", "context"):
         torch.testing.assert_close(getattr(va, name)[0], getattr(a, name)[3])
     assert (va.heads, va.head, vb.d_v) == (4, 3, b.d_v)
-    whole, viewed = experiments.diff(a, b, 3, 1), experiments.diff(va, vb)
+    whole, viewed = compare.diff(a, b, 3, 1), compare.diff(va, vb)
     assert whole.summary(list(a.tokens), list(a.key_tokens)) == viewed.summary(list(a.tokens), list(a.key_tokens))
     torch.testing.assert_close(whole.weights, viewed.weights)
     assert budget.held_bytes(va) < budget.held_bytes(a) / 3
@@ -375,8 +378,8 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
 
 def test_the_pitfalls_fit_their_estimate_and_hold_what_they_keep(server: ByteBudget) -> None:
     config = Config(sentence=words(64), heads=4, d_model=64, d_k=64, d_v=64, mask="causal")
-    need = budget.pitfalls_bytes(config)
-    versions = ui.results.run_or_stop("The pitfalls", need, lambda: experiments.pitfalls(config), holder=lambda v: v[0])
+    need = pitfalls.pitfalls_bytes(config)
+    versions = ui.results.run_or_stop("The pitfalls", need, lambda: pitfalls.pitfalls(config), holder=lambda v: v[0])
     kept = budget.held_bytes(versions)
     assert 0 < kept <= need and server.peak == need and server.used == kept
     del versions

@@ -12,7 +12,7 @@ SOURCES = sorted(
     [
         *(ROOT / "ui").glob("*.py"),
         ROOT / "dashboard.py",
-        *(ROOT / "attention").glob("*.py"),
+        *(ROOT / "attention").rglob("*.py"),
         *(ROOT / "pages").glob("*.py"),
     ]
 )

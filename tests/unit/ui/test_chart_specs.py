@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention import interpret
+from attention.lessons import interpret
 from ui import charts, chat
 
 

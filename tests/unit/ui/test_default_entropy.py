@@ -24,7 +24,7 @@ import pytest
 import torch
 
 from attention import Config, compute
-from attention.config import SETTINGS
+from attention.basics.config import SETTINGS
 from ui.results import PAGE_ONLY
 from ui.state import B_SIDE, PARAMS
 

@@ -1,4 +1,4 @@
-"""One declaration per setting (attention/params.py): everything that shows or reads a setting agrees with it."""
+"""One declaration per setting (attention/basics/params.py): everything that shows or reads a setting agrees with it."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import re
 import pytest
 
 import ui
-from attention import Config, cli
-from attention.config import SETTINGS
-from attention.params import Param, flag
+from attention import Config
+from attention.basics.config import SETTINGS
+from attention.basics.params import Param, flag
+from attention.io.cli import toy
 
 
 def test_every_config_field_is_declared_with_a_label_and_a_help_sentence() -> None:
@@ -32,7 +33,7 @@ def test_a_setting_used_only_with_another_names_a_value_that_exists() -> None:
 def parser_actions() -> dict[str, argparse.Action]:
     # the first flag of each dest: --sentence, not --sentence-file
     actions: dict[str, argparse.Action] = {}
-    for a in cli.parser()._actions:
+    for a in toy.parser()._actions:
         actions.setdefault(a.dest, a)
     return actions
 
@@ -53,7 +54,7 @@ def test_the_command_line_has_one_flag_per_setting_typed_by_its_declaration() ->
 @pytest.mark.parametrize("name", [n for n, p in SETTINGS.items() if p.when and p.kind in ("int", "float")])
 def test_a_flag_given_alone_implies_the_value_it_is_used_with(name: str) -> None:
     value = "2" if SETTINGS[name].kind == "int" else "2.5"
-    config = cli.build_config(cli.parser().parse_args([flag(name), value]))
+    config = toy.build_config(toy.parser().parse_args([flag(name), value]))
     other, wanted = SETTINGS[name].when
     assert getattr(config, other) == wanted
     assert getattr(config, name) == (2 if SETTINGS[name].kind == "int" else 2.5)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention import Config, cli, compute, compute_batch
+from attention import Config, compute, compute_batch
+from attention.io.cli.main import main
 
 G = torch.Generator().manual_seed(3)
 X = torch.randn(3, 4, 6, generator=G)  # 3 sequences of 4 tokens, d_model 6
@@ -23,7 +24,7 @@ def write(tmp_path: Path, name: str, value) -> str:
 
 
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    status = cli.main(list(argv))
+    status = main(list(argv))
     out, err = capsys.readouterr()
     return status, out, err
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from attention import cli
+from attention.io.cli import common, inputs, toy
+from attention.io.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[4]
 CGROUP = Path("/sys/fs/cgroup/memory")
@@ -96,7 +97,7 @@ def test_block_size_one_at_512_tokens_and_16_heads_is_refused_with_the_smallest_
     status, out, err, _, peak = bounded(*HEAVY, "--block-size", "1")
     one_line(status, out, err, "--block-size 1 makes 262,144 tiles", "give --block-size")
     least = int(err.split("give --block-size ")[1].split()[0])
-    assert cli.tile_bytes(512, 512, 16, 256, least) <= cli.TILE_BYTES < cli.tile_bytes(512, 512, 16, 256, least - 1)
+    assert toy.tile_bytes(512, 512, 16, 256, least) <= toy.TILE_BYTES < toy.tile_bytes(512, 512, 16, 256, least - 1)
     assert peak < LIMIT / 1e6
 
 
@@ -104,8 +105,8 @@ def test_a_script_is_written_without_computing_a_result(monkeypatch: pytest.Monk
     status, out, err, _, peak = bounded(*HEAVY, "--format", "script")
     assert status == 0 and out.startswith(("#", '"""', "import")) and "torch" in out, err[-2000:]
     assert peak < 600  # MB: the interpreter and torch, no 135 MB Result and its temporaries
-    monkeypatch.setattr(cli, "compute", lambda *a: pytest.fail("computed a Result for a script"))
-    assert cli.main(["--heads", "2", "--format", "script"]) == 0
+    monkeypatch.setattr(toy, "compute", lambda *a: pytest.fail("computed a Result for a script"))
+    assert main(["--heads", "2", "--format", "script"]) == 0
 
 
 def test_a_weight_file_of_more_numbers_than_any_input_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
@@ -127,12 +128,12 @@ def test_a_batch_of_millions_of_sequences_is_refused_before_it_is_parsed(tmp_pat
 
 def test_a_batch_over_the_bound_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     batch = tmp_path / "batch.json"
-    batch.write_text("[" + ",".join(["[[1, 2]]"] * (cli.MAX_BATCH + 1)) + "]")
-    assert cli.main(["--embeddings", str(batch)]) == 2
+    batch.write_text("[" + ",".join(["[[1, 2]]"] * (inputs.MAX_BATCH + 1)) + "]")
+    assert main(["--embeddings", str(batch)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"a batch of {cli.MAX_BATCH + 1:,} sequences" in err
+    assert err.count("\n") == 1 and f"a batch of {inputs.MAX_BATCH + 1:,} sequences" in err
     batch.write_text("[" + ",".join(["[[1, 2]]"] * 3) + "]")
-    assert cli.main(["--embeddings", str(batch), "--heads", "1", "--format", "json"]) == 0
+    assert main(["--embeddings", str(batch), "--heads", "1", "--format", "json"]) == 0
 
 
 @pytest.mark.parametrize("bad", [
@@ -143,7 +144,7 @@ def test_the_fast_check_of_a_matrix_keeps_every_message(tmp_path: Path, capsys: 
 
     path = tmp_path / "m.json"
     path.write_text(json.dumps(bad))
-    assert cli.main(["--embeddings", str(path)]) == 2
+    assert main(["--embeddings", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert any(w in err for w in ("not a number", "not rectangular", "does not fit a float32")), err
@@ -152,7 +153,7 @@ def test_the_fast_check_of_a_matrix_keeps_every_message(tmp_path: Path, capsys: 
 def test_a_memory_error_or_a_tokenizers_panic_from_any_library_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from attention import pretrained
+    from attention.models import minilm
 
     class PanicException(BaseException):  # what pyo3 raises for a Rust panic: not an Exception
         pass
@@ -160,17 +161,17 @@ def test_a_memory_error_or_a_tokenizers_panic_from_any_library_is_one_line(
     def panic(*a, **k):
         raise PanicException("called `Result::unwrap()` on an `Err` value")
 
-    monkeypatch.setattr(pretrained, "read", panic)
-    assert cli.main(["--model", "minilm", "--sentence", "hello"]) == 2
+    monkeypatch.setattr(minilm, "read", panic)
+    assert main(["--model", "minilm", "--sentence", "hello"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the tokenizer failed" in err
 
     def no_memory(*a, **k):
         raise MemoryError
 
-    monkeypatch.setattr(pretrained, "read", no_memory)
-    assert cli.main(["--model", "minilm", "--sentence", "hello"]) == 2
-    assert capsys.readouterr().err == f"attention: error: {cli.OUT_OF_MEMORY}\n"
-    monkeypatch.setattr(cli, "compute", lambda *a: (_ for _ in ()).throw(RuntimeError("can't allocate memory")))
-    assert cli.main(["--heads", "2"]) == 2
-    assert capsys.readouterr().err == f"attention: error: {cli.OUT_OF_MEMORY}\n"
+    monkeypatch.setattr(minilm, "read", no_memory)
+    assert main(["--model", "minilm", "--sentence", "hello"]) == 2
+    assert capsys.readouterr().err == f"attention: error: {common.OUT_OF_MEMORY}\n"
+    monkeypatch.setattr(toy, "compute", lambda *a: (_ for _ in ()).throw(RuntimeError("can't allocate memory")))
+    assert main(["--heads", "2"]) == 2
+    assert capsys.readouterr().err == f"attention: error: {common.OUT_OF_MEMORY}\n"

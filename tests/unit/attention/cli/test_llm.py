@@ -7,11 +7,12 @@ import json
 import pytest
 import torch
 
-from attention import Config, cli, compute, decoding
+from attention import Config, compute, decoding
+from attention.io.cli.main import main
 
 
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    status = cli.main(list(argv))
+    status = main(list(argv))
     out, err = capsys.readouterr()
     return status, out, err
 

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention import pretrained
-from attention.cli import main
+from attention.io.cli.main import main
+from attention.models import minilm
 
 ROOT = Path(__file__).resolve().parents[4]
 SENTENCE = "The animal didn't cross the street because it was too tired."
 
 
 @pytest.fixture(scope="module")
-def model() -> pretrained.Model:
-    return pretrained.load()
+def model() -> minilm.Model:
+    return minilm.load()
 
 
 def call(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
@@ -35,7 +35,7 @@ def test_json_weights_are_the_models_attention_probabilities(capsys, model, laye
                             "--sentence", SENTENCE, "--format", "json")  # fmt: skip
     assert status == 0, err
     doc = json.loads(out)
-    run = pretrained.forward(model, SENTENCE)
+    run = minilm.forward(model, SENTENCE)
     assert doc["tokens"] == list(run.tokens) == doc["key_tokens"]
     assert len(doc["heads"]) == 1
     weights = torch.tensor(doc["heads"][0]["weights"])
@@ -55,7 +55,7 @@ def test_json_keys_are_the_same_as_a_toys(capsys) -> None:
 def test_defaults_are_the_pages_opening_view(capsys, model) -> None:
     status, out, _ = call(capsys, "--model", "minilm", "--format", "json")
     assert status == 0
-    run = pretrained.forward(model, pretrained.DEFAULT_SENTENCE)
+    run = minilm.forward(model, minilm.DEFAULT_SENTENCE)
     torch.testing.assert_close(torch.tensor(json.loads(out)["heads"][0]["weights"]), run.weights[3, 1],
                                atol=1e-6, rtol=0)  # fmt: skip
 

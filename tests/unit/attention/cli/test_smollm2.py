@@ -9,8 +9,9 @@ import pytest
 import torch
 from support.scripts import assert_reproduces
 
-from attention import cli, compute
-from attention.export import to_dict
+from attention import compute
+from attention.io.cli.main import main
+from attention.io.export import to_dict
 from attention.models import smollm2 as S
 
 
@@ -30,7 +31,7 @@ def run() -> tuple[S.Prompt, S.Run]:
 def test_a_heads_json_has_a_toy_results_keys_and_the_models_numbers(run, capsys: pytest.CaptureFixture) -> None:
     prompt, model_run = run
     argv = ["--model", "smollm2", "--layer", "5", "--head", "7", "--sentence", prompt.text, "--format", "json"]
-    assert cli.main(argv) == 0
+    assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
     toy = to_dict(compute(S.head_config(S.load(), model_run, 5, 7)))
     assert set(got) == set(toy)
@@ -40,7 +41,7 @@ def test_a_heads_json_has_a_toy_results_keys_and_the_models_numbers(run, capsys:
 
 def test_the_table_names_the_head_and_the_script_reproduces_it(run, capsys: pytest.CaptureFixture) -> None:
     prompt, model_run = run
-    assert cli.main(["--model=smollm2", "--layer", "2", "--head", "4", "--sentence", prompt.text]) == 0
+    assert main(["--model=smollm2", "--layer", "2", "--head", "4", "--sentence", prompt.text]) == 0
     out = capsys.readouterr().out
     assert out.startswith("SmolLM2-135M-Instruct, layer 2, head 4 (reads K/V head 1)") and "softmax" in out.lower()
     assert_reproduces(_exec(S.head_config(S.load(), model_run, 2, 4)), S.head_config(S.load(), model_run, 2, 4))
@@ -54,14 +55,14 @@ def _exec(config) -> dict:
 
 def test_generate_prints_each_step_read_from_the_cache(capsys: pytest.CaptureFixture) -> None:
     argv = ["--model", "smollm2", "--generate", "2", "--temperature", "0", "--format", "json", "--layer", "18"]
-    assert cli.main(argv) == 0
+    assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
     steps = got["steps"]
     assert steps[0]["token"] == " Mary" and steps[0]["top5"][0]["token"] == " Mary"
     assert [s["cache_tokens"] for s in steps] == [15, 16]
     assert steps[1]["cache_bytes"] == 30 * 2 * 3 * 16 * 64 * 4
     assert len(steps[1]["weights"]) == 16 and abs(sum(steps[1]["weights"]) - 1) < 1e-5
-    assert cli.main(["--model", "smollm2", "--generate", "1", "--temperature", "0"]) == 0
+    assert main(["--model", "smollm2", "--generate", "1", "--temperature", "0"]) == 0
     assert "step 1: ' Mary'" in capsys.readouterr().out
 
 
@@ -76,6 +77,6 @@ def test_generate_prints_each_step_read_from_the_cache(capsys: pytest.CaptureFix
     ],
 )
 def test_bad_values_are_one_line_with_status_2(argv: list[str], says: str, capsys: pytest.CaptureFixture) -> None:
-    assert cli.main(["--model", "smollm2", *argv]) == 2
+    assert main(["--model", "smollm2", *argv]) == 2
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1

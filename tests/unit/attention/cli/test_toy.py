@@ -15,8 +15,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention import Config, cli, compute, export, presets
-from attention.cli import main
+from attention import Config, compute, presets
+from attention.io import export
+from attention.io.cli import inputs, toy
+from attention.io.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -177,8 +179,8 @@ def test_a_presets_matrices_give_way_to_flags_they_no_longer_fit(capsys: pytest.
 
 
 def test_every_field_has_a_flag(capsys: pytest.CaptureFixture) -> None:
-    from attention.cli import parser
-    from attention.config import FIELD_NAMES
+    from attention.basics.config import FIELD_NAMES
+    from attention.io.cli.toy import parser
 
     flags = {a.dest for a in parser()._actions}
     assert set(FIELD_NAMES) <= flags
@@ -354,7 +356,7 @@ def test_a_directory_is_refused_by_every_file_flag(capsys: pytest.CaptureFixture
 def test_a_file_over_the_cap_is_refused_before_it_is_read(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     with path.open("wb") as f:
-        f.truncate(cli.MAX_INPUT_BYTES + 1)  # sparse: no disk space, and reading it would take ~70 MB
+        f.truncate(inputs.MAX_INPUT_BYTES + 1)  # sparse: no disk space, and reading it would take ~70 MB
     status, _, err = call(capsys, "--embeddings", str(path))
     one_line_error(status, err)
     assert "65 MiB, but input files may be at most 64 MiB" in err and "give a smaller matrix" in err
@@ -366,15 +368,15 @@ def test_the_cap_holds_when_the_size_from_stat_is_wrong(
     path = "/proc/self/status"  # says size 0, holds hundreds of bytes
     if not os.path.exists(path) or os.stat(path).st_size:
         pytest.skip("needs a /proc file whose stat size is 0")
-    monkeypatch.setattr(cli, "MAX_INPUT_BYTES", 64)
+    monkeypatch.setattr(inputs, "MAX_INPUT_BYTES", 64)
     status, _, err = call(capsys, "--embeddings", path)
     one_line_error(status, err)
     assert "is over 0 MiB" in err
 
 
 def test_the_cap_holds_the_largest_legal_matrix_at_full_precision() -> None:
-    row = [-2.2250738585072014e-308] * cli.MAX_DIM  # the longest text json.dumps gives a float
-    assert len(json.dumps([row], indent=2)) * cli.MAX_TOKENS <= cli.MAX_INPUT_BYTES
+    row = [-2.2250738585072014e-308] * inputs.MAX_DIM  # the longest text json.dumps gives a float
+    assert len(json.dumps([row], indent=2)) * inputs.MAX_TOKENS <= inputs.MAX_INPUT_BYTES
 
 
 @pytest.mark.parametrize("flag", ["--embeddings", "--custom-mask"])
@@ -395,7 +397,7 @@ def test_running_out_of_memory_exits_2_with_one_line(
     def no_memory(*args: object) -> None:
         raise MemoryError  # as Python raises it: no message, which used to leave the error line empty
 
-    monkeypatch.setattr(cli if where == "compute" else export, where, no_memory)
+    monkeypatch.setattr(toy if where == "compute" else export, where, no_memory)
     status, _, err = call(capsys, "--format", "json")
     one_line_error(status, err)
     assert "not enough memory for these sizes: try fewer tokens or heads" in err

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention import cli
+from attention.io.cli.main import main
 from attention.models import tiny
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -18,7 +18,7 @@ ARGS = ["--train", "induction", "--layers", "2", "--heads", "2", "--steps", "40"
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    code = cli.main(argv)
+    code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -10,8 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention import Config, compute, position
-from attention.config import POSITIONS
+from attention import Config, compute
+from attention.basics import position
+from attention.basics.config import POSITIONS
 
 X = torch.randn(7, 8, generator=torch.Generator().manual_seed(0)).tolist()  # 7 tokens, d_model 8
 

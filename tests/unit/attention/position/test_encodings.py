@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention.position import (
+from attention.basics.position import (
     KINDS,
     alibi_bias,
     alibi_slopes,

@@ -9,7 +9,8 @@ import pytest
 import torch
 from support.scripts import assert_reproduces, exec_script
 
-from attention import Config, compute, position
+from attention import Config, compute
+from attention.basics import position
 
 KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
 T = 7

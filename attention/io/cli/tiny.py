@@ -18,13 +18,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..cli import UsageError, _Parser, fail
-from ..params import flag
-from . import tiny
+from ...basics.params import flag
+from ...models import tiny
+from .common import Parser, UsageError, fail
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog="python -m attention --train",
         description="Train a tiny attention-only transformer and print its snapshots: loss, loss on the task's "
         "answers, and every head's previous-token and task scores.",

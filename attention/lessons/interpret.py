@@ -6,7 +6,7 @@
     [CLS]/[SEP] sink, same word and coreference, on one sentence (coreference: the weight from a pronoun to
     the antecedent `coreference_pair` guesses, on any sentence).
 
-Pure functions on tensors: they read the pretrained model (`attention.pretrained`) and toy results alike.
+Pure functions on tensors: they read the pretrained model (`attention.models.minilm`) and toy results alike.
 A toy `Result` of one layer passes `result.weights[None]` where a layer axis is expected.
 """
 

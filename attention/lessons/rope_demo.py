@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import torch
 
-from . import position
-from .core import Result, scores
+from ..basics import position
+from ..basics.core import Result, scores
 
 
 def _as_positions(key_positions: Sequence[int] | torch.Tensor) -> torch.Tensor:

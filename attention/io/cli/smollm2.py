@@ -20,16 +20,16 @@ import json
 import sys
 from collections.abc import Sequence
 
-from .. import export
-from ..cli import OUT_OF_MEMORY, UsageError, _Parser, fail, render_table
-from ..params import flag
-from . import smollm2 as S
+from ...basics.params import flag
+from ...models import smollm2 as S
+from .. import export, script
+from .common import OUT_OF_MEMORY, Parser, UsageError, fail, render_table
 
 FLAGS = ("layer", "head", "temperature", "top_k", "generate")  # smollm2.SETTINGS offered on the command line
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog="python -m attention --model smollm2",
         description=f"One head of {S.NAME} on --sentence (the keys of a toy result), or --generate N tokens one "
         "at a time reading the model's KV cache.",
@@ -60,7 +60,7 @@ def head(model: S.Model, prompt: S.Prompt, layer: int, h: int, fmt: str) -> None
         export.write_json(result, sys.stdout)
         sys.stdout.write("\n")
     elif fmt == "script":
-        sys.stdout.write(export.script(result.config))
+        sys.stdout.write(script.script(result.config))
     else:
         truncated = f" (the first {S.PAGE_TOKENS} tokens)" if prompt.truncated else ""
         sys.stdout.write(f"{S.NAME}, layer {layer}, head {h} (reads K/V head {h // model.group}){truncated}\n\n")

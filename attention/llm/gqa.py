@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import core
+from ..basics import core
 
 
 def divisors(n: int) -> list[int]:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import torch
 
-from . import core
+from ..basics import core
 
 
 @dataclass(frozen=True, eq=False)

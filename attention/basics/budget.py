@@ -81,16 +81,6 @@ def compute_bytes(config: Config) -> int:
     return result_bytes(config) + max(scores, rope)
 
 
-def pitfalls_bytes(config: Config) -> int:
-    """The most `experiments.pitfalls` holds at once: six Results' worth of the setting it computes (the correct
-    version, the all-positive weights' version, every query head against every key head, and the mistakes' weights,
-    contexts and outputs). Measured at the largest setting (64 tokens, 16 heads, d 256): 123 MB at the peak, 48 MB
-    kept, against 139 MB here."""
-    from .experiments import pitfall_config  # experiments imports core, which imports this module's neighbours
-
-    return 6 * result_bytes(pitfall_config(config))
-
-
 def keep(value: Any) -> Any:
     """A copy of what a page keeps of a Result (tensors, and tuples, lists and dicts of them; anything else as
     it is), owning its own memory: a slice such as `result.weights[0, -1]` is a view that would otherwise keep
@@ -110,7 +100,7 @@ def keep(value: Any) -> Any:
 class HeadView:
     """One head of a Result, copied: the matrices a page that draws several results keeps of each. The tensors
     keep a heads axis of length 1, so `view.weights[0]` is the head, and functions written for a Result that read
-    only these fields (`experiments.diff(a, b)`, `experiments.mean_row_stats`) take a view as well."""
+    only these fields (`lessons.compare.diff(a, b)`, `lessons.scaling.mean_row_stats`) take a view as well."""
 
     config: Config
     head: int  # which head of the Result this is

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from attention import compute, interpret
-from attention import pretrained as P
+from attention import compute
+from attention.lessons import interpret
+from attention.models import minilm as P
 
 ROOT = Path(__file__).resolve().parents[3]
 SENTENCES = (
@@ -120,11 +121,11 @@ def refuse(*args, **kwargs):
 
 socket.socket.connect = refuse
 socket.create_connection = refuse
-import attention, attention.pretrained, attention.interpret
+import attention, attention.models.minilm, attention.lessons.interpret
 before = sorted(m for m in ("safetensors", "tokenizers") if m in sys.modules)
-loaded = attention.pretrained._load.cache_info().currsize
-from attention import pretrained
-run = pretrained.forward(pretrained.load(), pretrained.DEFAULT_SENTENCE)
+loaded = attention.models.minilm._load.cache_info().currsize
+from attention.models import minilm
+run = minilm.forward(minilm.load(), minilm.DEFAULT_SENTENCE)
 hf = sorted(m for m in ("transformers", "sentence_transformers", "huggingface_hub") if m in sys.modules)
 print(json.dumps({"before": before, "loaded": loaded, "after": "safetensors" in sys.modules, "hf": hf,
                   "tokens": len(run.tokens)}))

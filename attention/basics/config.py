@@ -2,20 +2,16 @@
 
 Field names are the command-line flags with dashes for underscores (`--d-k` is
 `d_k`), so a notebook, the dashboard and the command line share one vocabulary.
-Matrices are stored as tuples of tuples so a Config is hashable (and cacheable).
+Matrices are stored as tuples of tuples so a Config is hashable (and cacheable): `attention.basics.matrices`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from .matrices import BoolMatrix, Matrix, Vector, as_matrix, as_vector, strict_bool
 from .params import Param, declarations, setting
-
-Matrix = tuple[tuple[float, ...], ...]
-BoolMatrix = tuple[tuple[bool, ...], ...]
-Vector = tuple[float, ...]
 
 RASCHKA_SENTENCE = "Life is short, eat dessert first"
 MAX_TOKENS = 512
@@ -23,8 +19,6 @@ MAX_DIM = 4096
 MAX_HEADS = 64
 # d_k and d_v of the independent layout when left out (the split layout derives them from d_model / heads)
 INDEPENDENT_D_K, INDEPENDENT_D_V = 24, 28
-# Bounds that keep every intermediate finite in float32 (|omega| < 1e35 even at the largest sizes)
-MAX_ABS = 1e6
 TEMPERATURE_RANGE = (1e-3, 1e3)
 
 EMBEDDING_INITS = ("embedding", "rand", "randn")
@@ -34,7 +28,7 @@ DRAWS = ("tutorial", "stable")
 SCALES = ("sqrt", "none", "temperature")
 MASKS = ("none", "causal", "padding", "window", "custom")
 CAUSAL_ALIGNS = ("top-left", "bottom-right")
-POSITIONS = ("none", "sinusoidal", "learned", "rope", "alibi")  # attention.position.KINDS
+POSITIONS = ("none", "sinusoidal", "learned", "rope", "alibi")  # attention.basics.position.KINDS
 
 # Sentence punctuation that sticks to a word ("short," -> "short"), as the
 # Raschka tutorial strips its comma; everything else stays part of the token.
@@ -45,54 +39,6 @@ def tokenize(sentence: str) -> tuple[str, ...]:
     """Word-level tokens: split on white space, strip sentence punctuation at word ends."""
     words = (w.strip(_STRIP) for w in sentence.split())
     return tuple(w for w in words if w)
-
-
-def _matrix(value: Any, name: str, *, kind: type = float, blocking: bool = False) -> tuple | None:
-    """Turn a list, tuple, tensor or array into a rectangular tuple of tuples.
-
-    blocking: a bias on the scores, where -inf blocks a key and any large negative number nearly does
-    (Hugging Face fills blocked cells with the float's lowest value).
-    """
-    if value is None:
-        return None
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    try:
-        rows = tuple(tuple(kind(x) for x in row) for row in value)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"{name} must be a matrix (a list of rows of numbers): {exc}") from None
-    if not rows or not rows[0]:
-        raise ValueError(f"{name} is empty: give at least one row with one number")
-    width = len(rows[0])
-    for i, row in enumerate(rows):
-        if len(row) != width:
-            raise ValueError(f"{name} is not rectangular: row 0 has {width} entries, row {i} has {len(row)}")
-    if blocking:
-        if any(math.isnan(x) or x > MAX_ABS for row in rows for x in row):
-            raise ValueError(f"{name} holds NaN or numbers above {MAX_ABS:g}: only -inf or large negatives block")
-        return rows
-    if kind is float and not all(math.isfinite(x) for row in rows for x in row):
-        raise ValueError(f"{name} contains NaN or infinite entries")
-    if kind is float and any(abs(x) > MAX_ABS for row in rows for x in row):
-        raise ValueError(f"{name} has entries beyond ±{MAX_ABS:g}; keep numbers within that range")
-    return rows
-
-
-def _vector(value: Any, name: str) -> tuple[float, ...] | None:
-    """Turn a list, tuple, tensor or array of numbers into a tuple of finite floats."""
-    if value is None:
-        return None
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    try:
-        numbers = tuple(float(x) for x in value)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"{name} must be a list of numbers: {exc}") from None
-    if not numbers:
-        raise ValueError(f"{name} is empty: give at least one number")
-    if not all(math.isfinite(x) and abs(x) <= MAX_ABS for x in numbers):
-        raise ValueError(f"{name} must hold finite numbers within ±{MAX_ABS:g}")
-    return numbers
 
 
 @dataclass(frozen=True)
@@ -292,11 +238,11 @@ class Config:
         set_ = object.__setattr__.__get__(self)
         for name, p in SETTINGS.items():
             if p.kind == "matrix":
-                set_(name, _matrix(getattr(self, name), name, blocking=name == "score_bias"))
+                set_(name, as_matrix(getattr(self, name), name, blocking=name == "score_bias"))
             elif p.kind == "vector":
-                set_(name, _vector(getattr(self, name), name))
+                set_(name, as_vector(getattr(self, name), name))
             elif p.kind == "mask":
-                set_(name, _matrix(getattr(self, name), name, kind=_strict_bool))
+                set_(name, as_matrix(getattr(self, name), name, kind=strict_bool))
         self._validate()
 
     # derived -------------------------------------------------------------
@@ -524,14 +470,6 @@ class Config:
             raise ValueError(f"padding must be 0 or more, got {self.padding}")
         if self.window < 1:
             raise ValueError(f"window must be at least 1, got {self.window}")
-
-
-def _strict_bool(x: Any) -> bool:
-    if isinstance(x, bool):
-        return x
-    if isinstance(x, (int, float)) and x in (0, 1):
-        return bool(x)
-    raise ValueError(f"{x!r} is not true/false or 1/0")
 
 
 def _labels(sentence: str | None, matrix: Matrix | None, prefix: str) -> tuple[str, ...]:

@@ -4,7 +4,7 @@
                        lo=1, hi=MAX_DIM, dashboard=(1, 256))
 
 `setting` returns a dataclass field whose metadata holds a `Param`. Everything else reads these:
-the Config's validation (`Param.check`), the command line (`attention.cli.parser`: the flag is the field
+the Config's validation (`Param.check`), the command line (`attention.io.cli.toy.parser`: the flag is the field
 name with dashes), the dashboard's URL, session state and widgets (`ui.state`, `ui.widgets`: the URL key is
 the field name), and the settings comment of the "Code" export. Adding a setting is one `setting(...)`
 line beside its field, plus its math and its tests (README, "Adding a parameter").
