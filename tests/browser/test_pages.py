@@ -451,6 +451,9 @@ def test_every_page_is_readable_on_a_projector(page, app_url, page_errors, path)
     page.set_viewport_size({"width": 1024, "height": 768})
     open_page(page, app_url, path)
     wait_for_charts(page)
+    # every page has a heatmap, but some draw Vega charts first (Scaling's sweep): wait for a heatmap, then for all
+    page.wait_for_selector(".al-heatmap[data-drawn]", timeout=30_000)
+    wait_for_charts(page)
     page.wait_for_timeout(300)  # let every chart lay out at this width
     sizes = page.locator(".al-heatmap").evaluate_all(
         "els => els.map(e => ({title: e.dataset.title, cols: +e.dataset.cols, cell: +e.dataset.cellPx,"
