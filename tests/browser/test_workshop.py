@@ -543,13 +543,17 @@ def test_dark_theme_bar_values_and_legend_symbols_are_readable(browser, app_url)
         page = context.new_page()
         open_page(page, app_url, "soft_lookup")
         wait_for_charts(page)
-        values = page.locator(".vega-embed svg .role-mark.mark-text text").evaluate_all(
+        texts = page.locator(".vega-embed svg .role-mark.mark-text text")
+        texts.first.wait_for(state="attached")  # the bars' chart may draw after the page's first chart
+        values = texts.evaluate_all(
             f"els => els.map(e => ({LUMINANCE})(getComputedStyle(e).fill))"
         )
         assert values and min(values) > 0.6, values  # light numbers beside the bars, on the dark page
         open_page(page, app_url, "scaling")
         wait_for_charts(page)
-        symbols = page.locator(".vega-embed svg .role-legend-symbol path").evaluate_all(
+        legend = page.locator(".vega-embed svg .role-legend-symbol path")
+        legend.first.wait_for(state="attached")  # the legend's chart may draw after the others
+        symbols = legend.evaluate_all(
             "els => els.map(e => [+getComputedStyle(e).opacity, +getComputedStyle(e).fillOpacity])"
         )
         assert symbols and all(o == 1 and f == 1 for o, f in symbols), symbols  # not 25% blots on black
