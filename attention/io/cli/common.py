@@ -32,6 +32,16 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace | int:
+    """argv parsed, or the exit status to return at once: 2 and one line for a bad flag, 0 after --help."""
+    try:
+        return parser.parse_args(list(argv))
+    except UsageError as exc:
+        return fail(str(exc))
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+
+
 def fail(message: str) -> int:
     """Report bad input as one line on stderr; the exit status is 2."""
     print(f"{PROG}: error: {printable(' '.join(str(message).split()))}", file=sys.stderr)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from ...basics.params import flag
 from ...models import smollm2 as S
 from .. import export, script
-from .common import OUT_OF_MEMORY, Parser, UsageError, fail, render_table
+from .common import OUT_OF_MEMORY, Parser, UsageError, fail, parse, render_table
 
 FLAGS = ("layer", "head", "temperature", "top_k", "generate")  # smollm2.SETTINGS offered on the command line
 
@@ -110,12 +110,9 @@ def generate(model: S.Model, prompt: S.Prompt, args: argparse.Namespace) -> None
 
 def main(argv: Sequence[str]) -> int:
     """Run `--model smollm2`; 0, or 2 with one line for bad input or a missing model."""
-    try:
-        args = parser().parse_args(list(argv))
-    except UsageError as exc:
-        return fail(str(exc))
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
+    args = parse(parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         _checked(args)
         model = S.load()

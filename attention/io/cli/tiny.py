@@ -20,7 +20,7 @@ from typing import Any
 
 from ...basics.params import flag
 from ...models import tiny
-from .common import Parser, UsageError, fail
+from .common import Parser, fail, parse
 
 
 def parser() -> argparse.ArgumentParser:
@@ -92,12 +92,9 @@ def table(run: tiny.Run) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    try:
-        args = parser().parse_args(argv)
-    except UsageError as exc:
-        return fail(str(exc))
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
+    args = parse(parser(), argv)
+    if isinstance(args, int):
+        return args
     values = {name: getattr(args, name) for name in tiny.SETTINGS}
     try:
         settings = tiny.Settings(**values)

@@ -31,7 +31,7 @@ from ...basics.config import SETTINGS, Config
 from ...basics.core import Result, batch_results, compute
 from ...basics.params import flag
 from .. import export, script
-from .common import OUT_OF_MEMORY, OVERFLOW, PROG, Parser, UsageError, fail, printable, render_table
+from .common import OUT_OF_MEMORY, OVERFLOW, PROG, Parser, UsageError, fail, parse, printable, render_table
 from .inputs import BATCHABLE, READERS, count_words, is_batch, read_inputs, sentence_reader
 from .minilm import MODEL_VIEW, model_result
 
@@ -293,12 +293,9 @@ def _finite(result: Result) -> bool:
 
 def run(argv: Sequence[str]) -> int:
     """The toy computation (or --model minilm's head) on argv: 0, or 2 with one line for bad input."""
-    try:
-        args = parser().parse_args(argv)
-    except UsageError as exc:
-        return fail(str(exc))
-    except SystemExit as exc:  # --help
-        return exc.code if isinstance(exc.code, int) else 0
+    args = parse(parser(), argv)
+    if isinstance(args, int):
+        return args
     if args.list_presets:
         sys.stdout.write(list_presets())
         return 0
