@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_compute import medians  # noqa: E402  (this folder is on the path when a script here runs)
 
 from attention import masks  # noqa: E402
-from attention.decoding import decode, decode_step  # noqa: E402
+from attention.llm.decoding import decode, decode_step  # noqa: E402
 from attention.llm.flash import ordinary_attention, tiled_attention  # noqa: E402
 
 HEADS, D_HEAD, TOKENS, BLOCK = 8, 64, 512, 64

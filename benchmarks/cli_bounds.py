@@ -1,5 +1,5 @@
 """The command line's size checks: each case that used to cost gigabytes or hours, timed in a fresh interpreter
-held to 1 GB (tests/unit/attention/cli/test_bounds.py's `bounded`: a cgroup v1 memory limit where there is one).
+held to 1 GB (tests/unit/attention/io/cli/test_bounds.py's `bounded`: a cgroup v1 memory limit where there is one).
 
     python benchmarks/cli_bounds.py
 

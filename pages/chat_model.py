@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from attention import decoding
+from attention.llm import decoding
 from attention.models import smollm2 as S
 from ui import chat
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 import ui.llm as llm
-from attention import decoding
+from attention.llm import decoding
 from attention.llm.kv_memory import MODELS, format_bytes
 
 st.title("KV cache")

@@ -4,7 +4,7 @@ What belongs here: what the KV cache and FlashAttention pages need beyond the sh
 callbacks (here and not in a page: a function defined in a page holds the page's globals for as long as the
 session keeps the button), the cached tiled computation with its size limit, and the small reshaping that turns
 the package's tiles and steps into the matrices a heatmap draws (the state of every query row after one key block,
-a mask with the rows or columns not reached yet blocked). The numbers themselves come from `attention.decoding`
+a mask with the rows or columns not reached yet blocked). The numbers themselves come from `attention.llm.decoding`
 and `attention.llm.flash`.
 """
 

@@ -545,9 +545,7 @@ def test_dark_theme_bar_values_and_legend_symbols_are_readable(browser, app_url)
         wait_for_charts(page)
         texts = page.locator(".vega-embed svg .role-mark.mark-text text")
         texts.first.wait_for(state="attached")  # the bars' chart may draw after the page's first chart
-        values = texts.evaluate_all(
-            f"els => els.map(e => ({LUMINANCE})(getComputedStyle(e).fill))"
-        )
+        values = texts.evaluate_all(f"els => els.map(e => ({LUMINANCE})(getComputedStyle(e).fill))")
         assert values and min(values) > 0.6, values  # light numbers beside the bars, on the dark page
         open_page(page, app_url, "scaling")
         wait_for_charts(page)

@@ -195,8 +195,8 @@ def _rows(t: torch.Tensor) -> list:
 
 
 def write_decode(result: Result, fmt: str) -> None:
-    """--decode: every step of generating the tokens with a KV cache (attention.decoding), as text or JSON."""
-    from ... import decoding
+    """--decode: every step of generating the tokens with a KV cache (attention.llm.decoding), as text or JSON."""
+    from ...llm import decoding
 
     steps = decoding.decode_result(result)
     tokens = [printable(t) for t in result.tokens]

@@ -20,7 +20,7 @@ import torch
 from attention import compute
 from attention.models import tiny
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _train_until_formed(settings: tiny.Settings) -> tiny.Run:

@@ -2,7 +2,7 @@
 
 Issue 23: Compare A/B's "1 head vs 4" changed head 1's weights only because of the order random numbers were drawn
 in. With `draws="stable"` every column of every head's matrix has a generator of its own; the tutorials' order
-(`draws="tutorial"`, the package's default) keeps their printed numbers (tests/unit/attention/test_presets.py).
+(`draws="tutorial"`, the package's default) keeps their printed numbers (tests/unit/attention/basics/test_presets.py).
 """
 
 from __future__ import annotations

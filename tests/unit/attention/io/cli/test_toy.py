@@ -20,7 +20,7 @@ from attention.io import export
 from attention.io.cli import inputs, toy
 from attention.io.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 
 
 def run(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:

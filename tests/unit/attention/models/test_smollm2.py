@@ -21,7 +21,7 @@ from attention.lessons import interpret
 from attention.models import package
 from attention.models import smollm2 as S
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 PROMPTS = (
     S.DEFAULT_PROMPT,
     "The capital of France is",

@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
-from attention import Config, compute, decoding
+from attention import Config, compute
 from attention.io.cli.main import main
+from attention.llm import decoding
 
 
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:

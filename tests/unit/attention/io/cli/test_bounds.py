@@ -19,7 +19,7 @@ import pytest
 from attention.io.cli import common, inputs, toy
 from attention.io.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 CGROUP = Path("/sys/fs/cgroup/memory")
 LIMIT = 1 << 30  # 1 GiB
 WORDS = " ".join(f"w{i}" for i in range(512))

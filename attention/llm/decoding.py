@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .basics.core import Result
-from .llm.gqa import check_kv_heads
+from ..basics.core import Result
+from .gqa import check_kv_heads
 
 DECODE_MASKS = ("causal", "window")
 FLOAT32_BYTES = 4

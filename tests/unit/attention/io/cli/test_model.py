@@ -14,7 +14,7 @@ import torch
 from attention.io.cli.main import main
 from attention.models import minilm
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 SENTENCE = "The animal didn't cross the street because it was too tired."
 
 

@@ -22,7 +22,7 @@ from attention import compute
 from attention.lessons import interpret
 from attention.models import minilm as P
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 SENTENCES = (
     P.DEFAULT_SENTENCE,
     "Tokenization splits unbelievably long words into pieces 🤗",

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from support.strategies import configs
 
 from attention import Config, compute, masks
-from attention.decoding import DecodeStep, allowed_keys, decode, decode_result, decode_step
+from attention.llm.decoding import DecodeStep, allowed_keys, decode, decode_result, decode_step
 from attention.llm.gqa import expand_kv
 
 TIGHT = {"atol": 1e-6, "rtol": 1e-6}

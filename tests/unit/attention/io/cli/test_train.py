@@ -13,7 +13,7 @@ import torch
 from attention.io.cli.main import main
 from attention.models import tiny
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[5]
 ARGS = ["--train", "induction", "--layers", "2", "--heads", "2", "--steps", "40", "--every", "20", "--seed", "0"]
 
 
