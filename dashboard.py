@@ -61,7 +61,7 @@ def run() -> None:
     page = st.navigation(nav, position=position, expanded=True)  # every page listed: collapsed hid the newest ones
     # A session's first run shows a heatmap with no numbers (it draws nothing) while `import ui` may still wait for
     # torch: the browser fetches Streamlit's script for custom components and the heatmap's own meanwhile, not once
-    # the first heatmap arrives (0.35-0.65 s later on a fresh 2-core server: benchmarks/bench_startup.py)
+    # the first heatmap arrives (measured by benchmarks/bench_startup.py)
     slot = st.empty()
     if "al:preloaded" not in st.session_state:
         st.session_state["al:preloaded"] = True
@@ -78,10 +78,10 @@ def run() -> None:
 
 def warm_up() -> None:
     """What the first visitor's script run would otherwise wait for: `import ui` (torch, the package, the pages'
-    helpers: about 1.7 s on the 2-core test machine). A script run that asks for `ui` meanwhile waits on Python's
+    helpers: seconds on a fresh server, benchmarks/bench_startup.py). A script run that asks for `ui` meanwhile waits on Python's
     import lock and gets the module once this has finished importing it."""
     # While this imports, the server's event loop still serves a browser that came early (Streamlit's scripts, the
-    # websocket): a shorter switch interval hands it the GIL sooner (at most 0.5 ms after it asks, not 5 ms)
+    # websocket): a shorter switch interval hands it the GIL sooner (0.5 ms after it asks instead of Python's 5 ms)
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.0005))
     try:
@@ -114,7 +114,7 @@ if __name__ == "__main__":  # a session's script run (Streamlit runs this file a
     run()
 else:  # `streamlit run dashboard.py` imports this file to find `app` (st.App: the server, with a start-up hook)
     # `streamlit run` has set sys.argv to this script and its arguments before importing it: the warm-up starts
-    # now, before the server does (about 0.15 s before the lifespan hook would run). A test that imports this
+    # now, before the server does (earlier than the lifespan hook would run). A test that imports this
     # file for PAGES starts nothing.
     if Path(sys.argv[0]).resolve() == Path(__file__).resolve():
         start_warm_up()

@@ -25,9 +25,8 @@ def _return_freed_memory() -> None:
     """Have glibc serve every allocation of 1 MiB or more from its own mapping, handed back when freed.
 
     By default glibc raises that threshold to the size of the last large block freed (up to 32 MiB), after
-    which blocks of 1 to 32 MiB (a 512-token result is tensors of 1 to 17 MiB) come from heaps that keep them
-    once freed: the server grew by about a freed result per large computation, and its peak in
-    benchmarks/soak.py went from 544 MB to 729 MB. Elsewhere (macOS, musl) this does nothing.
+    which blocks of that size (a large result's tensors) come from heaps that keep them once freed: the server
+    grew by about a freed result per large computation (benchmarks/results/2026-11-27-design-figures.md). Elsewhere (macOS, musl) this does nothing.
     """
     try:
         ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD; setting it ends glibc's adjusting
@@ -38,10 +37,9 @@ def _return_freed_memory() -> None:
 def _trim_heaps(every_s: float = 5.0) -> None:
     """Hand the heaps' freed pages back to the system every few seconds, in a daemon thread.
 
-    Blocks under 1 MiB (a 180-token model run is hundreds of 0.3 MB tensors) come from glibc's heaps, which keep
-    the pages once freed: after ten visitors with sentences of their own, about 40 MB freed by expired sessions
-    and evicted cache entries stayed resident. malloc_trim(0) gives back every whole free page of every heap (a
-    few ms at most, usually 0.02 ms): benchmarks/mem_real_model.py peaked at 658 MB instead of 683-694 MB.
+    Blocks under 1 MiB (a model run is hundreds of small tensors) come from glibc's heaps, which keep the pages
+    once freed, so what expired sessions and evicted cache entries freed stayed resident. malloc_trim(0) gives
+    back every whole free page of every heap, in milliseconds at most (benchmarks/results/2026-11-27-design-figures.md).
     """
 
     def loop() -> None:
@@ -60,8 +58,8 @@ def start() -> None:
     _return_freed_memory()
     _trim_heaps()
     # Streamlit runs gc.collect(2) after every script run (runner.postScriptGC). With torch, pandas and Altair
-    # loaded that walks some 250,000 long-lived objects, ~150 ms holding the GIL, once per rerun of every session:
-    # most of the server's CPU under load. Freezing what the imports built takes it out of every collection;
+    # loaded that walks some hundreds of thousands of long-lived objects holding the GIL, once per rerun of every
+    # session: most of the server's CPU under load (benchmarks/results/2026-11-27-design-figures.md). Freezing what the imports built takes it out of every collection;
     # what the runs allocate is still collected.
     gc.freeze()
     warmup.warm_after(threading.current_thread())

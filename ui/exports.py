@@ -60,15 +60,10 @@ def matrix_of(result: Result, name: str, head: int) -> tuple[torch.Tensor, list[
 # buttons keep only a `_Recipe` of the config: the Result is recomputed through the bounded cache, and nothing
 # of it stays with the session. Streamlit would drop the file it serves from its media store once two more script
 # runs (of any session) have ended, a fraction of a second on a busy server, before a slow click fetches it:
-# `keep_downloads` keeps every downloadable file KEEP_S seconds longer (KEEP_BYTES at most). The bounds below
-# were measured on the 2-core machine of the README:
-# - JSON: export.write_json writes 10-15 MB a second in pieces of 65,536 numbers (one json.dumps each, up to
-#   ~75 ms holding the GIL, so other sessions' reruns go on between pieces). 20 MB of JSON is about 2 s of
-#   that, about 8 MB gzipped, and ~40 MB of memory while it is made; it covers 128 tokens at 4 heads of width
-#   64, or 256 tokens at 2. The largest settings would write 550 MB (25 s of CPU, 2 GB of memory): that is
-#   the command line's job, which streams to a file.
-# - CSV: one matrix of up to 512 x 512 cells (every per-head matrix at the largest settings): ~3 MB, ~2 s of
-#   pure Python that shares the GIL. Only the output of many heads is wider (512 x 4096: 22 MB, 25 s).
+# `keep_downloads` keeps every downloadable file KEEP_S seconds longer (KEEP_BYTES at most). The bounds below keep
+# one export to a couple of seconds of CPU shared with every other session (JSON is written in pieces so other
+# reruns go on between them); anything larger is the command line's job, which streams to a file. What they cost
+# when measured: benchmarks/results/2026-11-27-design-figures.md, "Exports".
 JSON_MAX_BYTES = 20_000_000
 JSON_PLAIN_BYTES = 2_000_000  # a bigger JSON comes gzipped (its digits compress to about 40 %)
 CSV_MAX_CELLS = 512 * 512
