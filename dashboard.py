@@ -78,8 +78,8 @@ def run() -> None:
 
 def warm_up() -> None:
     """What the first visitor's script run would otherwise wait for: `import ui` (torch, the package, the pages'
-    helpers: seconds on a fresh server, benchmarks/bench_startup.py). A script run that asks for `ui` meanwhile waits on Python's
-    import lock and gets the module once this has finished importing it."""
+    helpers: seconds on a fresh server, benchmarks/bench_startup.py). A script run that asks for `ui` meanwhile
+    waits on Python's import lock and gets the module once this has finished importing it."""
     # While this imports, the server's event loop still serves a browser that came early (Streamlit's scripts, the
     # websocket): a shorter switch interval hands it the GIL sooner (0.5 ms after it asks instead of Python's 5 ms)
     switch = sys.getswitchinterval()

@@ -26,7 +26,8 @@ def _return_freed_memory() -> None:
 
     By default glibc raises that threshold to the size of the last large block freed (up to 32 MiB), after
     which blocks of that size (a large result's tensors) come from heaps that keep them once freed: the server
-    grew by about a freed result per large computation (benchmarks/results/2026-11-27-design-figures.md). Elsewhere (macOS, musl) this does nothing.
+    grew by about a freed result per large computation (benchmarks/results/2026-11-27-design-figures.md).
+    Elsewhere (macOS, musl) this does nothing.
     """
     try:
         ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD; setting it ends glibc's adjusting
@@ -59,7 +60,7 @@ def start() -> None:
     _trim_heaps()
     # Streamlit runs gc.collect(2) after every script run (runner.postScriptGC). With torch, pandas and Altair
     # loaded that walks some hundreds of thousands of long-lived objects holding the GIL, once per rerun of every
-    # session: most of the server's CPU under load (benchmarks/results/2026-11-27-design-figures.md). Freezing what the imports built takes it out of every collection;
-    # what the runs allocate is still collected.
+    # session: most of the server's CPU under load (benchmarks/results/2026-11-27-design-figures.md). Freezing
+    # what the imports built takes it out of every collection; what the runs allocate is still collected.
     gc.freeze()
     warmup.warm_after(threading.current_thread())
