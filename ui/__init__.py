@@ -9,6 +9,7 @@
     ui/charts.py     the Vega-Lite charts: bands over d_k, bars of one row
     ui/lessons.py    the walkthrough of one query with its numbers, and step mode
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
+    ui/poll.py       the class poll's views: a learner's question and answers, the projector's split and reveal
 
 Layers: `attention` (the math; no Streamlit) <- `server` (what the whole process shares: the memory budget, the
 warm-up, the training pool) <- `ui` (drawing; no attention math) <- `pages` (a lesson each: which controls, which
@@ -21,7 +22,7 @@ from __future__ import annotations
 from server import warmup
 
 from . import _frame as _frame  # first: see ui/_frame.py
-from . import charts, exports, heatmaps, lessons, markup, results, state, widgets
+from . import charts, exports, heatmaps, lessons, markup, poll, results, state, widgets
 from .charts import band_chart, bars, chart, chart_row, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
@@ -80,6 +81,7 @@ __all__ = [
     "exports",
     "heatmaps",
     "lessons",
+    "poll",
     "markup",
     "results",
     "state",

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from . import resp
+from .resp import Client, Unreachable
 
 MAX_VOTERS = 5_000  # browsers a question counts: a bound on a room's memory (the issue asks for 300)
 MAX_ROOMS = 1_000  # rooms one process keeps at once (MemoryStore)
@@ -228,7 +228,7 @@ class RedisStore:
     """Rooms in Redis, shared by every replica that is given the same address (ATTENTION_LAB_REDIS_URL)."""
 
     def __init__(self, url: str, prefix: str = "attention-lab:poll:", timeout_s: float = 1.0) -> None:
-        self.client = resp.Client(url, timeout_s=timeout_s)
+        self.client = Client(url, timeout_s=timeout_s)
         self.prefix = prefix
 
     def _keys(self, code: str) -> tuple[str, str]:
@@ -238,13 +238,13 @@ class RedisStore:
     def _call(self, *args: str | int | float):
         try:
             return self.client.call(*args)
-        except resp.Unreachable as e:
+        except Unreachable as e:
             raise Unavailable(str(e)) from e
 
     def _script(self, source: str, keys: list[str], args: list[str | int | float]):
         try:
             return self.client.script(source, keys, args)
-        except resp.Unreachable as e:
+        except Unreachable as e:
             raise Unavailable(str(e)) from e
 
     @staticmethod
