@@ -8,4 +8,4 @@ from ui import poll
 st.title("Class poll")
 ui.show_url_warnings()
 poll.learner()
-ui.finish()
+ui.finish(figures=False)

@@ -8,4 +8,4 @@ from ui import poll
 st.title("Class poll: the projector")
 ui.show_url_warnings()
 poll.projector()
-ui.finish()
+ui.finish(figures=False)

@@ -158,9 +158,10 @@ __all__ = [
 ]
 
 
-def finish() -> None:
+def finish(*, figures: bool = True) -> None:
     """Call last on every page: the state written back into the URL (`ui.state.finish`), then one button that
-    downloads all the page's figures."""
+    downloads all the page's figures (figures=False: a page that draws none, the class poll's)."""
     state.finish()
-    heatmaps.figures_archive()
+    if figures:
+        heatmaps.figures_archive()
     warmup.page_drawn.set()
