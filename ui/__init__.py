@@ -10,6 +10,7 @@
     ui/lessons.py    the walkthrough of one query with its numbers, and step mode
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
     ui/poll.py       the class poll's views: a learner's question and answers, the projector's split and reveal
+    ui/qr.py         a QR code for a link, made here (the poll's projector shows one)
 
 Layers: `attention` (the math; no Streamlit) <- `server` (what the whole process shares: the memory budget, the
 warm-up, the training pool) <- `ui` (drawing; no attention math) <- `pages` (a lesson each: which controls, which

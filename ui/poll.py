@@ -20,6 +20,7 @@ from attention import Config, compute
 from server import poll as rooms
 from server.poll import PollError, Question, Unavailable
 
+from . import qr
 from .markup import plain
 from .state import get, put
 
@@ -255,9 +256,11 @@ def projector(questions: Sequence[Question] | None = None) -> None:
         return
     code, key = held
     link = join_link(code)
-    st.markdown(f"## Join: `{link}`")
-    st.markdown(f"# Room code {code}")
-    st.caption("No QR code yet: open the link, or type the code on the poll page.")
+    code_box, words = st.columns([1, 2], vertical_alignment="center")
+    code_box.image(qr.svg(link, module_px=8), caption="Scan to join")  # made here: no network needed
+    words.markdown(f"### Join: `{link}`")
+    words.markdown(f"# Room code {code}")
+    words.caption("Or open the Class poll page and type the code.")
     questions = list(questions or demo_questions())
     by_id = {q.id: q for q in questions}
     row = st.container(horizontal=True, vertical_alignment="bottom")
