@@ -133,3 +133,34 @@ def test_the_poll_says_it_is_paused_when_its_redis_does_not_answer(monkeypatch) 
             at.button(key="poll:open").click().run()
             ok(at)
         assert "The poll is paused" in texts(at), texts(at)
+
+
+def test_the_course_pushes_its_question_into_the_room_its_session_hosts(monkeypatch) -> None:
+    """ui.poll.push, the course's way in: a question object with the course's field names becomes the current
+    question of the room this session hosts; a session that hosts none asks nothing."""
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+
+    def script() -> None:
+        from types import SimpleNamespace
+
+        import streamlit as st
+
+        from server import poll as rooms
+        from ui import poll as ui_poll
+
+        question = SimpleNamespace(id="course.1", prompt="Which key wins?", kind="choice", choices=["a", "b"],
+                                   answer="b")  # fmt: skip
+        st.write(f"without a room: {ui_poll.push(question)}")
+        code, key = rooms.shared().open()
+        st.session_state["p:room"], st.session_state["p:host"] = code, key
+        st.write(f"hosting: {ui_poll.push(question)}")
+        st.session_state["p:host"] = key[:-1] + ("x" if key[-1] != "x" else "y")
+        st.write(f"wrong key: {ui_poll.push(question)}")
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    ok(at)
+    assert [m.value for m in at.markdown] == ["without a room: False", "hosting: True", "wrong key: False"]
+    (code,) = [c for c in poll.store._rooms]  # the one room the script opened
+    room = poll.room(code)
+    assert room.question.id == "course.1" and room.question.choices == ("a", "b") and room.question.answer == "1"
