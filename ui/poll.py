@@ -36,8 +36,9 @@ def demo_questions() -> tuple[Question, ...]:
     sentence = "the cat sat on the mat"
     result = compute(Config(sentence=sentence, mask="causal"))
     weights = result.weights[0]  # (T_q, T_k)
-    sums = {f"{s:g}" for s in weights.sum(-1).round(decimals=4).tolist()}
+    sums = {f"{s:g}" for s in weights.sum(-1).round(decimals=4).tolist()}  # every row's, as the choices write it
     choices = ("0", "1", "the number of keys", "it depends on the sentence")
+    same = sums.pop() if len(sums) == 1 else None
     allowed = int(result.mask[3].sum()) if result.mask is not None else len(result.tokens)
     rows = [f"{i + 1} {t}" for i, t in enumerate(result.tokens)]
     open_weights = compute(Config(sentence=sentence)).weights[0]  # no mask: every cell may win
@@ -48,8 +49,8 @@ def demo_questions() -> tuple[Question, ...]:
             "After the softmax, what does each row of weights add up to?",
             "choice",
             choices,
-            answer=str(choices.index(sums.pop())) if len(sums) == 1 else "3",
-        ),  # fmt: skip
+            answer=str(choices.index(same)) if same in choices else "3",
+        ),
         Question(
             "demo.causal",
             f"Under a causal mask, how many keys may the 4th token of “{sentence}” attend to?",
@@ -57,7 +58,7 @@ def demo_questions() -> tuple[Question, ...]:
             lo=0,
             hi=100,
             answer=str(allowed),
-        ),  # fmt: skip
+        ),
         Question(
             "demo.cell",
             f"No mask, the default weights: which cell of “{sentence}”'s weights is largest?",
@@ -65,7 +66,7 @@ def demo_questions() -> tuple[Question, ...]:
             rows=tuple(rows),
             cols=tuple(rows),
             answer=f"{best[0]},{best[1]}",
-        ),  # fmt: skip
+        ),
     )
 
 
