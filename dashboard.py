@@ -38,6 +38,10 @@ PAGES = {
         ("pages/kv_cache.py", "KV cache", ":material/memory:"),
         ("pages/flash_attention.py", "FlashAttention", ":material/bolt:"),
     ],
+    "Class": [
+        ("pages/poll.py", "Class poll", ":material/how_to_vote:"),
+        ("pages/poll_room.py", "Poll: projector", ":material/groups:"),
+    ],
 }
 
 

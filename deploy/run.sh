@@ -15,7 +15,8 @@
 # control sockets; default a new temporary folder), LAB_MEMORY_LIMIT (each replica's memory limit, e.g. 690M:
 # see deploy/replica.sh), LAB_WATCHDOG_S (how long a replica that answered before may give no
 # health "ok" before it is killed and started again; default 30: deploy/watchdog.py), PYTHON (default .venv/bin/python, else
-# python3), HAPROXY, SUPERVISORD.
+# python3), HAPROXY, SUPERVISORD, REDIS_SERVER and LAB_REDIS_PORT (the class poll's Redis, on LAB_FIRST_PORT - 1;
+# ATTENTION_LAB_REDIS_URL set: that Redis instead, none started).
 # Streamlit's own settings can be given as STREAMLIT_* variables (STREAMLIT_SERVER_MAX_UPLOAD_SIZE=...).
 #
 # Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM, once everything has stopped; 1 when it could not
@@ -47,6 +48,20 @@ for tool in "$LAB_HAPROXY:haproxy" "$supervisord:supervisor"; do
     exit 1
   fi
 done
+
+# The class poll's rooms (server/poll): Debian's redis-server on loopback, shared by every replica, unless
+# ATTENTION_LAB_REDIS_URL already names a Redis. Without redis-server each replica keeps its own rooms (a learner sent
+# to another replica than the projector's is told there is no such room), and this says so.
+export LAB_REDIS_SERVER="${REDIS_SERVER:-$(command -v redis-server || echo /usr/bin/redis-server)}"
+export LAB_REDIS_PORT="${LAB_REDIS_PORT:-$((LAB_FIRST_PORT - 1))}"
+export LAB_REDIS_START=false
+if [[ -z "${ATTENTION_LAB_REDIS_URL:-}" ]]; then
+  if [[ -x "$LAB_REDIS_SERVER" ]]; then
+    export LAB_REDIS_START=true ATTENTION_LAB_REDIS_URL="redis://127.0.0.1:$LAB_REDIS_PORT/0"
+  else
+    echo "deploy/run.sh: no redis-server (apt-get install -y redis-server): each replica keeps its own poll rooms" >&2
+  fi
+fi
 
 # The backend: one server line a replica (HAProxy cannot count ports), and an admin socket for `show servers`.
 servers="$LAB_LOG_DIR/servers.cfg"

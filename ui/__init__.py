@@ -9,6 +9,8 @@
     ui/charts.py     the Vega-Lite charts: bands over d_k, bars of one row
     ui/lessons.py    the walkthrough of one query with its numbers, and step mode
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
+    ui/poll.py       the class poll's views: a learner's question and answers, the projector's split and reveal
+    ui/qr.py         a QR code for a link, made here (the poll's projector shows one)
 
 Layers: `attention` (the math; no Streamlit) <- `server` (what the whole process shares: the memory budget, the
 warm-up, the training pool) <- `ui` (drawing; no attention math) <- `pages` (a lesson each: which controls, which
@@ -21,7 +23,7 @@ from __future__ import annotations
 from server import warmup
 
 from . import _frame as _frame  # first: see ui/_frame.py
-from . import charts, exports, heatmaps, lessons, markup, results, state, widgets
+from . import charts, exports, heatmaps, lessons, markup, poll, results, state, widgets
 from .charts import band_chart, bars, chart, chart_row, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
@@ -80,6 +82,7 @@ __all__ = [
     "exports",
     "heatmaps",
     "lessons",
+    "poll",
     "markup",
     "results",
     "state",
@@ -156,9 +159,10 @@ __all__ = [
 ]
 
 
-def finish() -> None:
+def finish(*, figures: bool = True) -> None:
     """Call last on every page: the state written back into the URL (`ui.state.finish`), then one button that
-    downloads all the page's figures."""
+    downloads all the page's figures (figures=False: a page that draws none, the class poll's)."""
     state.finish()
-    heatmaps.figures_archive()
+    if figures:
+        heatmaps.figures_archive()
     warmup.page_drawn.set()

@@ -107,6 +107,13 @@ VIEW: dict[str, Param] = {
                       default=next(iter(kv_memory.MODELS)), choices=tuple(kv_memory.MODELS)),
     "behaviour": Param("choice", "Behaviour", "What the head gallery scores every head for.",
                        default="previous_token", choices=interpret.BEHAVIOURS),
+    # The class poll (pages/poll.py, pages/poll_room.py; server/poll): a learner's link is ?room=CODE, to which the
+    # page adds the browser's anonymous token (voter), so that a reload keeps its one answer; the projector's own
+    # address carries the instructor's key (host), which asks, reveals and downloads.
+    "room": Param("text", "Room code", "The code on the projector: five letters and digits.", default=""),
+    "voter": Param("text", "Poll token", "This browser's anonymous token: one answer per browser.", default=""),
+    "host": Param("text", "Instructor's key", "Kept in the projector's address: it asks, reveals and downloads.",
+                  default=""),
     "shuffle": Param("int", "Shuffle", "Which shuffle of the sentence (how many times \"Shuffle again\" was "
                      "pressed).", default=0, lo=0, hi=9999),
 }  # fmt: skip

@@ -4,9 +4,10 @@ replica, opens a share link with the same numbers on either replica, shows every
 (websocket clients, and Chromium), survives a replica that dies (supervisord starts it again; its learners'
 websockets close and they reconnect to the other replica with their view from the URL) or hangs (SIGSTOP:
 HAProxy marks it down and closes its websockets; the watchdog restarts it), cuts off a request whose headers
-never end, and stops everything on Ctrl-C with exit status 130. Loopback only; needs haproxy, supervisor and
-Chromium (skips without them, fails when CI is set). No timing is asserted: waits are bounded generously, and
-the benchmark (benchmarks/load_test.py --faults) measures how long recovery takes.
+never end, gives every replica the class poll's Redis, and stops everything on Ctrl-C with exit status 130.
+Loopback only; needs haproxy, supervisor and Chromium (skips without them, fails when CI is set). No timing is
+asserted: waits are bounded generously, and the benchmark (benchmarks/load_test.py --faults) measures how long
+recovery takes.
 """
 
 from __future__ import annotations
@@ -100,6 +101,28 @@ def test_a_sessions_downloads_stay_on_its_own_process(recipe: live_server.Recipe
         assert client.check(shown), session.failures
     finally:
         client.ws.close()
+
+
+def test_the_replicas_share_one_redis_for_the_poll(recipe: live_server.Recipe) -> None:
+    """run.sh starts Debian's redis-server under supervisord and gives every replica its address: a room opened
+    through one replica's address is the same room through the other's (server/poll over that Redis)."""
+    from support.redis_server import require_redis
+
+    from server.poll import ENV, Poll, Question, RedisStore, new_browser
+
+    require_redis()
+    urls = set()
+    for name in ("s1", "s2"):
+        pid = live_server.replica_pid(recipe, name)
+        assert pid is not None
+        urls.add(psutil.Process(pid).environ().get(ENV))
+    (url,) = urls  # one address, the same for both
+    assert url and url.startswith("redis://127.0.0.1:")
+    one, two = Poll(RedisStore(url)), Poll(RedisStore(url))
+    code, key = one.open()
+    one.ask(code, key, Question("q", "?", "choice", ("a", "b")))
+    two.answer(code, new_browser(), "q", "1")
+    assert one.tally(code, one.room(code).question).counts == {"1": 1}
 
 
 def test_a_share_link_opens_the_same_numbers_on_either_process(recipe: live_server.Recipe) -> None:

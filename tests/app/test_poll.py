@@ -1,0 +1,166 @@
+"""The class poll's pages in AppTest: the projector opens a room and asks, learners answer (through another
+"replica": another store client onto the same Redis), the projector counts and reveals, everyone sees the result."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from support.redis_server import redis_server
+
+import server.poll
+from server.poll import MemoryStore, Poll, RedisStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def app(page: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    ok(at)
+    return at
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(e.value for kind in ("markdown", "success", "warning", "info", "caption") for e in at.get(kind))
+
+
+def bars(at: AppTest) -> list[str]:
+    return [p.proto.text for p in at.get("progress")]
+
+
+@pytest.fixture(params=["memory", "redis"])
+def replicas(request, monkeypatch):
+    """Two servers' Polls onto the same rooms; `use(i)` makes the next runs go through replica i."""
+    if request.param == "memory":
+        store = MemoryStore()
+        polls = [Poll(store), Poll(store)]
+        yield lambda i: monkeypatch.setattr(server.poll, "shared", lambda: polls[i])
+        return
+    with redis_server() as redis:
+        prefix = f"app:{uuid.uuid4().hex[:8]}:"
+        polls = [Poll(RedisStore(redis.url, prefix=prefix)), Poll(RedisStore(redis.url, prefix=prefix))]
+        yield lambda i: monkeypatch.setattr(server.poll, "shared", lambda: polls[i])
+
+
+def test_a_room_asks_counts_without_marking_and_reveals_to_everyone(replicas) -> None:
+    replicas(0)
+    projector = app("poll_room")
+    projector.button(key="poll:open").click().run()
+    ok(projector)
+    code, key = projector.session_state["p:room"], projector.session_state["p:host"]
+    assert server.poll.shared().is_host(code, key)
+    assert f"poll?room={code}" in texts(projector)
+    projector.button(key="poll:ask").click().run()
+    ok(projector)
+    assert "After the softmax" in texts(projector)
+
+    replicas(1)
+    learners = [app("poll", room=code.lower()) for _ in range(3)]  # a code as typed: lower case is fine
+    choices = [b.label for b in learners[0].button if b.key and b.key.startswith("poll:demo.rows:")]
+    assert choices == ["0", "1", "the number of keys", "it depends on the sentence"]
+    for at, pick in zip(learners, (1, 1, 3), strict=True):
+        at.button(key=f"poll:demo.rows:{pick}").click().run()
+        ok(at)
+        assert "Your answer" in texts(at)
+        assert at.query_params["voter"] and at.query_params["room"]  # the token survives a reload, in the address
+    learners[2].button(key="poll:demo.rows:2").click().run()  # changed before the reveal
+    assert "Your answer: **the number of keys**" in texts(learners[2])
+
+    replicas(0)
+    projector.run()
+    ok(projector)
+    assert next(m.value for m in projector.metric) == "3"
+    assert bars(projector) == [
+        "0: 0 (0 %)",
+        "1: 2 (67 %)",
+        "the number of keys: 1 (33 %)",
+        "it depends on the sentence: 0 (0 %)",
+    ]  # fmt: skip (no mark before the reveal)
+    projector.button(key="poll:reveal").click().run()
+    ok(projector)
+    assert "The answer: **1**" in texts(projector) and "✓ 1: 2 (67 %)" in bars(projector)
+    assert "poll:reveal" not in [b.key for b in projector.button]
+
+    replicas(1)
+    for at, verdict in zip(learners, ("right.", "right.", "not this time."), strict=True):
+        at.run()
+        ok(at)
+        assert "The answer: **1**" in texts(at) and verdict in texts(at)
+        assert not any(b.key and b.key.startswith("poll:demo.rows:") for b in at.button)  # closed
+
+
+def test_a_wrong_code_says_so_and_offers_the_box(replicas) -> None:
+    replicas(0)
+    at = app("poll", room="ZZZZZ")
+    assert "There is no room ZZZZZ" in texts(at)
+    assert at.text_input(key="poll:code").value == ""
+    code, _ = server.poll.shared().open()
+    at.text_input(key="poll:code").set_value(f" {code.lower()} ")
+    at.button(key="FormSubmitter:poll:join-Join").click().run()
+    ok(at)
+    assert at.session_state["p:room"] == code.lower().strip().upper()
+    assert "Waiting for the instructor's first question" in texts(at)
+    at = app("poll", room="<b>no</b>")
+    assert "is not a room code" in texts(at) and "<b>" not in texts(at)  # the link's text shown inert
+
+
+def test_a_learner_without_a_room_sees_the_box_and_no_error() -> None:
+    at = app("poll")
+    assert [t.label for t in at.text_input] == ["Room code"] and not at.warning
+    assert "voter" not in at.query_params  # no token before a room
+
+
+def test_the_poll_says_it_is_paused_when_its_redis_does_not_answer(monkeypatch) -> None:
+    with redis_server() as redis:
+        url = redis.url
+    gone = Poll(RedisStore(url, timeout_s=0.3))  # the server above has stopped: nothing listens there
+    monkeypatch.setattr(server.poll, "shared", lambda: gone)
+    for page in ("poll", "poll_room"):
+        at = app(page, room="ABCDE", host="k" * 24)
+        if page == "poll_room":
+            at.button(key="poll:open").click().run()
+            ok(at)
+        assert "The poll is paused" in texts(at), texts(at)
+
+
+def test_the_course_pushes_its_question_into_the_room_its_session_hosts(monkeypatch) -> None:
+    """ui.poll.push, the course's way in: a question object with the course's field names becomes the current
+    question of the room this session hosts; a session that hosts none asks nothing."""
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+
+    def script() -> None:
+        from types import SimpleNamespace
+
+        import streamlit as st
+
+        from server import poll as rooms
+        from ui import poll as ui_poll
+
+        question = SimpleNamespace(id="course.1", prompt="Which key wins?", kind="choice", choices=["a", "b"],
+                                   answer="b")  # fmt: skip
+        st.write(f"without a room: {ui_poll.push(question)}")
+        code, key = rooms.shared().open()
+        st.session_state["p:room"], st.session_state["p:host"] = code, key
+        st.write(f"hosting: {ui_poll.push(question)}")
+        st.session_state["p:host"] = key[:-1] + ("x" if key[-1] != "x" else "y")
+        st.write(f"wrong key: {ui_poll.push(question)}")
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    ok(at)
+    assert [m.value for m in at.markdown] == ["without a room: False", "hosting: True", "wrong key: False"]
+    (code,) = [c for c in poll.store._rooms]  # the one room the script opened
+    room = poll.room(code)
+    assert room.question.id == "course.1" and room.question.choices == ("a", "b") and room.question.answer == "1"

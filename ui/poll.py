@@ -1,0 +1,307 @@
+"""The class poll's two views: a learner's (the current question and its answer buttons, on a phone) and the
+projector's (the room's code and link, how many answered and how the answers split, Reveal, the download).
+
+What belongs here: drawing the poll and the session's part in it (its room, its browser token, its instructor's
+key, all parameters in `ui.state`). The rooms themselves are `server.poll`'s, shared by every session (in Redis
+behind the room's proxy). Questions are plain data (`server.poll.Question`); until the course pushes its own
+(`push`), the projector offers `demo_questions()`, whose answers the package computes.
+"""
+
+from __future__ import annotations
+
+import functools
+import urllib.parse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import streamlit as st
+
+from attention import Config, compute
+from server import poll as rooms
+from server.poll import PollError, Question, Unavailable
+
+from . import qr
+from .markup import plain
+from .state import get, put
+
+PAUSED = "The poll is paused: its storage is not answering. It resumes by itself; answers given now are not counted."
+LEARNER_EVERY_S = 3  # how often a learner's view looks for the instructor's next question or the reveal
+PROJECTOR_EVERY_S = 1  # how often the projector redraws the count and the split
+MOST_ROWS = 24  # values the split lists (a number question's answers can be many)
+
+
+@functools.lru_cache(maxsize=1)
+def demo_questions() -> tuple[Question, ...]:
+    """Three questions on one sentence, one of each kind, their answers computed by the package (not written here)."""
+    sentence = "the cat sat on the mat"
+    result = compute(Config(sentence=sentence, mask="causal"))
+    weights = result.weights[0]  # (T_q, T_k)
+    sums = {f"{s:g}" for s in weights.sum(-1).round(decimals=4).tolist()}  # every row's, as the choices write it
+    choices = ("0", "1", "the number of keys", "it depends on the sentence")
+    same = sums.pop() if len(sums) == 1 else None
+    allowed = int(result.mask[3].sum()) if result.mask is not None else len(result.tokens)
+    rows = [f"{i + 1} {t}" for i, t in enumerate(result.tokens)]
+    open_weights = compute(Config(sentence=sentence)).weights[0]  # no mask: every cell may win
+    best = divmod(int(open_weights.argmax()), open_weights.shape[1])
+    return (
+        Question(
+            "demo.rows",
+            "After the softmax, what does each row of weights add up to?",
+            "choice",
+            choices,
+            answer=str(choices.index(same)) if same in choices else "3",
+        ),
+        Question(
+            "demo.causal",
+            f"Under a causal mask, how many keys may the 4th token of “{sentence}” attend to?",
+            "number",
+            lo=0,
+            hi=100,
+            answer=str(allowed),
+        ),
+        Question(
+            "demo.cell",
+            f"No mask, the default weights: which cell of “{sentence}”'s weights is largest?",
+            "cell",
+            rows=tuple(rows),
+            cols=tuple(rows),
+            answer=f"{best[0]},{best[1]}",
+        ),
+    )
+
+
+def _guard(draw: Callable[[], Any]) -> Any:
+    """Run `draw`; the poll's refusals and a storage that does not answer become the page's own sentences."""
+    try:
+        return draw()
+    except Unavailable:
+        st.info(PAUSED, icon=":material/pause_circle:")
+    except PollError as e:
+        st.warning(plain(str(e)))
+    return None
+
+
+def join_link(code: str) -> str:
+    """The learners' link: this server's address (as the browser sees it) with /poll?room=CODE."""
+    here = urllib.parse.urlsplit(st.context.url or "")
+    base = f"{here.scheme}://{here.netloc}" if here.netloc else ""
+    path = here.path.rsplit("/", 1)[0] if here.path else ""
+    return f"{base}{path}/poll?room={code}"
+
+
+# --------------------------------------------------------------------------- a learner
+
+
+def learner() -> None:
+    """The learner's page: a box for the room's code, or the room's current question with its answer controls."""
+    poll = rooms.shared()
+    code = get("room")
+    if code:
+        try:
+            code = rooms.normal_code(code)
+            poll.room(code)
+        except PollError as e:
+            st.warning(plain(str(e)))
+            code = ""
+        except Unavailable:
+            st.info(PAUSED, icon=":material/pause_circle:")
+            return
+    if not code:
+        _join_box()
+        return
+    browser = get("voter")
+    if not rooms.is_browser(browser):
+        browser = rooms.new_browser()
+        put("voter", browser)
+    st.caption(f"Room **{code}** · anonymous: no name is asked or kept, one answer per browser.")
+    _learner_live(code, browser)
+
+
+def _join_box() -> None:
+    with st.form("poll:join", border=False):
+        typed = st.text_input("Room code", max_chars=12, placeholder="the code on the projector", key="poll:code")
+        if st.form_submit_button("Join", type="primary") and typed.strip():
+            put("room", typed.strip().upper())
+            st.rerun()
+
+
+def _send(code: str, browser: str, qid: str, value: Any) -> None:
+    st.session_state["poll:said"] = None
+    try:
+        rooms.shared().answer(code, browser, qid, value)
+    except PollError as e:
+        st.session_state["poll:said"] = str(e)
+    except Unavailable:
+        st.session_state["poll:said"] = PAUSED
+
+
+@st.fragment(run_every=LEARNER_EVERY_S)
+def _learner_live(code: str, browser: str) -> None:
+    _guard(lambda: _learner_question(code, browser))
+
+
+def _learner_question(code: str, browser: str) -> None:
+    poll = rooms.shared()
+    room = poll.room(code)
+    q = room.question
+    if q is None:
+        st.info("Waiting for the instructor's first question.", icon=":material/hourglass_top:")
+        return
+    mine = poll.mine(code, browser, q)
+    st.markdown(f"#### {plain(q.text)}")
+    said = st.session_state.pop("poll:said", None)
+    if said:
+        st.warning(plain(said))
+    if room.revealed:
+        _revealed(poll.tally(code, q, True), mine)
+        return
+    if q.kind == "choice":
+        for i, choice in enumerate(q.choices):
+            st.button(plain(choice), key=f"poll:{q.id}:{i}", type="primary" if mine == str(i) else "secondary",
+                      width="stretch", on_click=_send, args=(code, browser, q.id, i))  # fmt: skip
+    else:
+        with st.form(f"poll:{q.id}:form", border=False):
+            if q.kind == "number":
+                value = st.number_input("Your answer", value=float(mine) if mine else None, min_value=q.lo,
+                                        max_value=q.hi, key=f"poll:{q.id}:number")  # fmt: skip
+            else:
+                row, col = (int(x) for x in mine.split(",")) if mine else (0, 0)
+                r = st.selectbox("Row (query)", range(len(q.rows)), row, format_func=q.rows.__getitem__)
+                c = st.selectbox("Column (key)", range(len(q.cols)), col, format_func=q.cols.__getitem__)
+                value = f"{r},{c}"
+            if st.form_submit_button("Send", type="primary", width="stretch") and value is not None:
+                _send(code, browser, q.id, value)
+                said = st.session_state.pop("poll:said", None)
+                if said:
+                    st.warning(plain(said))
+                mine = poll.mine(code, browser, q)
+    if mine is not None:
+        st.success(f"Your answer: **{plain(q.label(mine))}**. You can change it until the instructor reveals.")
+
+
+def _revealed(tally: rooms.Tally, mine: str | None) -> None:
+    q = tally.question
+    right = q.answer
+    if right is not None:
+        st.success(f"The answer: **{plain(q.label(right))}**")
+    if mine is not None and right is not None:
+        st.markdown(f"You answered **{plain(q.label(mine))}**: " + ("right." if mine == right else "not this time."))
+    _split(tally)
+
+
+def _split(tally: rooms.Tally) -> None:
+    """How the answers split: one bar a value (every choice, even unchosen), the right one marked once revealed."""
+    total = max(tally.answered, 1)
+    rows = tally.rows()
+    for value, label, n in rows[:MOST_ROWS]:
+        mark = "✓ " if tally.revealed and value == tally.question.answer else ""
+        st.progress(n / total, text=f"{mark}{plain(label)}: {n} ({100 * n / total:.0f} %)")
+    if len(rows) > MOST_ROWS:
+        st.caption(f"… and {len(rows) - MOST_ROWS} more values (all of them in the download).")
+
+
+# --------------------------------------------------------------------------- the projector
+
+
+def _open() -> None:
+    try:
+        code, key = rooms.shared().open()
+    except (PollError, rooms.Full) as e:
+        st.session_state["poll:said"] = str(e)
+        return
+    except Unavailable:
+        st.session_state["poll:said"] = PAUSED
+        return
+    put("room", code)
+    put("host", key)
+
+
+def hosting() -> tuple[str, str] | None:
+    """This session's room and key when it is the room's instructor (the projector's view has opened it)."""
+    code, key = get("room"), get("host")
+    if not (code and key):
+        return None
+    try:
+        return (rooms.normal_code(code), key) if rooms.shared().is_host(code, key) else None
+    except (PollError, Unavailable):
+        return None
+
+
+def push(question: Any) -> bool:
+    """Make `question` (a Question, or the course's question object: `Question.of`) the current one of the room this
+    session hosts, when it hosts one; for presenter mode's step. Returns whether it was asked."""
+    held = hosting()
+    if held is None:
+        return False
+    q = question if isinstance(question, Question) else Question.of(question)
+    room = _guard(lambda: rooms.shared().room(held[0]))
+    if room is not None and room.question != q:
+        _guard(lambda: rooms.shared().ask(*held, q))
+    return room is not None
+
+
+def projector(questions: Sequence[Question] | None = None) -> None:
+    """The instructor's view: open a room; then its code and link, the question to ask, and the live split."""
+    said = st.session_state.pop("poll:said", None)
+    if said:
+        st.warning(plain(said))
+    held = hosting()
+    if held is None:
+        if get("room"):
+            st.warning("This address holds no room you opened (it expired, or the key is wrong): open a new one.")
+        st.button("Open a room", key="poll:open", type="primary", icon=":material/groups:", on_click=_open)
+        st.caption(
+            "A room is anonymous: learners give no name, each browser answers once (and may change its answer "
+            "until you reveal). It is forgotten after 4 hours without an answer or a question."
+        )
+        return
+    code, key = held
+    link = join_link(code)
+    code_box, words = st.columns([1, 2], vertical_alignment="center")
+    code_box.image(qr.svg(link, module_px=8), caption="Scan to join")  # made here: no network needed
+    words.markdown(f"### Join: `{link}`")
+    words.markdown(f"# Room code {code}")
+    words.caption("Or open the Class poll page and type the code.")
+    questions = list(questions or demo_questions())
+    by_id = {q.id: q for q in questions}
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    picked = row.selectbox("Question", list(by_id), format_func=lambda i: by_id[i].text, key="poll:pick")
+    if row.button("Ask", key="poll:ask", icon=":material/campaign:"):
+        _guard(lambda: rooms.shared().ask(code, key, by_id[picked]))
+    _projector_live(code, key)
+
+
+@st.fragment(run_every=PROJECTOR_EVERY_S)
+def _projector_live(code: str, key: str) -> None:
+    _guard(lambda: _projector_split(code, key))
+
+
+def _reveal(code: str, key: str) -> None:
+    try:
+        rooms.shared().reveal(code, key)
+    except PollError as e:
+        st.session_state["poll:said"] = str(e)
+    except Unavailable:
+        st.session_state["poll:said"] = PAUSED
+
+
+def _projector_split(code: str, key: str) -> None:
+    poll = rooms.shared()
+    room = poll.room(code)
+    q = room.question
+    if q is None:
+        st.info("No question asked yet: choose one and press Ask.")
+        return
+    tally = poll.tally(code, q, room.revealed)
+    st.markdown(f"### {plain(q.text)}")
+    st.metric("Answered", tally.answered)
+    if room.revealed and q.answer is not None:
+        st.success(f"The answer: **{plain(q.label(q.answer))}**")
+    _split(tally)
+    buttons = st.container(horizontal=True)
+    if not room.revealed:
+        buttons.button("Reveal", key="poll:reveal", type="primary", icon=":material/visibility:", on_click=_reveal,
+                       args=(code, key))  # fmt: skip
+    for fmt, mime in (("csv", "text/csv"), ("json", "application/json")):
+        buttons.download_button(f"Counts ({fmt.upper()})", poll.export(code, key, fmt), f"poll-{code}.{fmt}", mime,
+                                key=f"poll:dl:{fmt}", on_click="ignore")  # fmt: skip
