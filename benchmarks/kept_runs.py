@@ -94,6 +94,7 @@ def main() -> None:
 
             def visit(who: str, **params: object):  # noqa: ANN202
                 context = browser.new_context(viewport={"width": 1024, "height": 768})
+                context.set_default_timeout(300_000)  # a loaded machine: the 30 s default failed at load 37
                 page = context.new_page()
                 page.goto(link(**params))
                 page.get_by_role("button", name="Play").wait_for(timeout=180_000)
