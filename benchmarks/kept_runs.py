@@ -11,7 +11,8 @@ Starts `streamlit run dashboard.py` and drives one browser context a visitor (ea
    tab; after GRACE_S and a sweep, E opens D's setting and reads whether D's run is still there.
 2. Once A, B and C are trained, F opens seed 4 at the same size and reads what is said beside Play; A, B and C each
    press Reset and read whether their run is still shown.
-3. A closes its tab; F presses Reset (a rerun) and then Play, and B and C read their runs again.
+3. A closes its tab; F, touching nothing, waits for Play to come back on by itself, presses it, and B and C read
+   their runs again.
 
 On a loaded machine the largest runs take long: `--steps 200 --kept-mb 30` plays the same at a fifth of the size
 (9.2 MB a run; the server keeps 30 MB, $ATTENTION_LAB_KEPT_MB: three fit, a fourth does not), and `--train-in thread`
@@ -66,6 +67,7 @@ def main() -> None:
 
     from attention.models import tiny
     from server.training import GRACE_S, KEPT_BYTES, SWEEP_S
+    from ui.training import ROOM_CHECK_S
 
     size = {**LARGE, "train_steps": args.steps, "train_every": args.every, "train_batch": args.batch}
     bytes_ = tiny.Settings(**{k[6:]: v for k, v in size.items()}).run_bytes
@@ -139,11 +141,13 @@ def main() -> None:
 
             pages.pop("A")[0].close()
             say("A", "closed the tab")
-            time.sleep(GRACE_S + 2 * SWEEP_S + 3)
-            f.get_by_role("button", name="Reset").click()
-            time.sleep(2)
-            play_off = f.get_by_role("button", name="Play").is_disabled()
-            say("F", f"after A left: Play {'off' if play_off else 'on'}; {status(f)}")
+            left = time.perf_counter()
+            play = f.get_by_role("button", name="Play")
+            while play.is_disabled() and time.perf_counter() - left < GRACE_S + 2 * SWEEP_S + ROOM_CHECK_S + 30:
+                time.sleep(0.5)  # F does nothing: the page looks again by itself (ui.training._wait_for_room)
+            play_off = play.is_disabled()
+            say("F", f"{time.perf_counter() - left:.0f} s after A left, untouched: Play {'off' if play_off else 'on'}; "
+                f"{status(f)}")  # fmt: skip
             if not play_off:
                 f.get_by_role("button", name="Play").click()
                 time.sleep(3)

@@ -378,6 +378,8 @@ def buttons(settings: tiny.Settings, container: Any) -> None:
     said = refused or ss.pop(REFUSED, None)
     if said:
         container.warning(said, icon=":material/memory:")
+        if refused:
+            _wait_for_room(settings)
         return
     own = server.own(me)
     if own is not None and own.settings != settings:
@@ -386,6 +388,17 @@ def buttons(settings: tiny.Settings, container: Any) -> None:
             f"Your run of another setting {where}: Play here cancels it (one run a visitor at a time), unless "
             "another visitor is watching it too."
         )
+
+
+ROOM_CHECK_S = 5.0  # a page refused for room looks again this often, and turns Play back on by itself
+
+
+@st.fragment(run_every=ROOM_CHECK_S)
+def _wait_for_room(settings: tiny.Settings) -> None:
+    """While Play is off for want of room, look again every ROOM_CHECK_S (draws nothing): once another visitor has
+    left, the whole page runs again and Play is back on, without the visitor having to do anything."""
+    if service().room(settings, sessions.current()) is None:
+        st.rerun()
 
 
 def ticking(job: Job | None) -> bool:
