@@ -122,7 +122,9 @@ class Job:
 
 
 def _mb(n: int) -> str:
-    return f"{n / 2**20:.0f} MB"  # as tiny.Settings says a run's size
+    """MB as tiny.Settings says a run's size (2**20 bytes), a decimal under 10 (a small run is not "0 MB")."""
+    mb = n / 2**20
+    return f"{mb:.1f} MB" if mb < 10 else f"{mb:.0f} MB"
 
 
 class Service:
