@@ -39,19 +39,19 @@ intro.caption(training.intro(settings))
 training.follow(settings)
 service = training.service()
 service.warm()  # the worker processes start while the visitor reads: Play then trains at once
-training.clicker(service.get(settings))  # a presenter's PageDown/PageUp: the next snapshot, or back
+training.clicker(training.shown_run(settings))  # a presenter's PageDown/PageUp: the next snapshot, or back
 training.buttons(settings, st)
 
 chance, name = tiny.CHANCE, settings.score_name
 half = "the repeated half" if settings.task == "induction" else "the answers"
 
 
-ticking = training.ticking(service.get(settings))  # playing, or the run still trains: the view keeps redrawing
+ticking = training.ticking(training.shown_run(settings))  # playing, or the run still trains: the view keeps redrawing
 
 
 @st.fragment(run_every=training.TICK_S if ticking else None)
 def live() -> None:
-    job = service.get(settings)
+    job = training.shown_run(settings)
     if job is None:
         st.info(
             f"Press **Play** to train this setting: {settings.steps} steps of batches of {settings.batch}, "

@@ -5,6 +5,8 @@ process (Community Cloud gives the whole app 690 MB), so these are process-wide,
                         limit) before it starts; the caches that keep big things register an evictor
     server/warmup.py    heavy modules imported at first use, and warmed in a background thread
     server/training.py  Watch it learn's training pool: runs trained in worker processes or threads, queued, kept
+                        for their visitors (server/sessions.py: who is still there; server/scrub.py: the timeline's
+                        cache inside the budget)
     server/poll/        the class poll's rooms, in this process or in Redis (ATTENTION_LAB_REDIS_URL) for replicas
 
 `start()` starts the process's background work (heap trimming, the warm-up); dashboard.py calls it once the

@@ -1,18 +1,34 @@
 """Training runs for every visitor of the server: one run a setting, a few trained at a time, none blocking a page.
 
-What belongs here: the server-wide `Service` (the runs it keeps, its queue and its worker processes). The math is
-attention/models/tiny.py; the page is pages/watch_it_learn.py, drawn by ui/training.py.
+What belongs here: the server-wide `Service` (the runs it keeps, its queue, its worker processes and its scrub
+cache). The math is attention/models/tiny.py; the page is pages/watch_it_learn.py, drawn by ui/training.py.
 
 A run is a pure function of its `tiny.Settings`, so thirty visitors pressing Play on one setting share one
-training: the service keeps each setting's run (bounded by MAX_RUNS and BUDGET_BYTES, least recently used first
-out, never one still training). At most WORKERS settings train at a time; the others wait in order and their
-pages say so. Training happens in worker processes (spawned, one torch thread each): a training thread in the
-server's own process would hold Python's GIL between its thousands of small torch calls and slow every other
-visitor's page, and would share torch's process-wide thread count with them. The workers run at the lowest CPU
-priority (nice 19), so the server's pages get the cores first, and end after IDLE_S seconds with nothing to
-train. They train a chunk of steps at a time (`tiny.Trainer.state` carries the run between chunks, with the same
-numbers as one uninterrupted run), and each chunk's snapshots are published as they come, so a page shows the
-curve moving. A server of several processes (deploy/) keeps runs per process.
+training. At most WORKERS settings train at a time; the others wait in order and their pages say so. Training
+happens in worker processes (spawned, one torch thread each): a training thread in the server's own process would
+hold Python's GIL between its thousands of small torch calls and slow every other visitor's page, and would share
+torch's process-wide thread count with them. The workers run at the lowest CPU priority (nice 19), so the server's
+pages get the cores first, and end after IDLE_S seconds with nothing to train. They train a chunk of steps at a
+time (`tiny.Trainer.state` carries the run between chunks, with the same numbers as one uninterrupted run), and
+each chunk's snapshots are published as they come, so a page shows the curve moving. A server of several
+processes (deploy/) keeps runs per process.
+
+Runs are kept for their visitors. Each visitor (a Streamlit session, `server/sessions.py`) holds the run they last
+pressed Play or Step on and the run their page shows, while their tab is open and up to HOLD_S after they last
+used it; a held run is never evicted. Kept runs hold at most KEPT_BYTES together: runs no visitor holds are
+evicted least recently used first to make room, and a Play that would still not fit is refused before it is
+pressed, with a sentence beside the button. One run of their own a visitor: a second Play cancels their first if
+it still waits or trains for them alone, and a run whose visitors have all left (GRACE_S after their tab
+disconnected) is cancelled, queued or training. Before, kept runs shared 64 MB and the largest keeps 48 MB: when
+three visitors pressed Play two of the three runs were deleted as they finished, and runs of visitors who had left
+still trained.
+
+KEPT_BYTES is three of the largest runs (tiny.MAX_RUN_BYTES, 48 MB: 3 layers, d_model 64, 200 snapshots), so
+three visitors at the largest setting, the issue's case, each keep theirs, and any number of smaller ones share
+the rest; a fourth large one is told to wait or pick a smaller run. On the hosted copy (690 MB, 370-480 MB at rest)
+that is what is left beside one large Result; the runs no visitor holds go first when the memory budget is short
+(`_let_go`, registered with server/budget.py), and the held ones are what the visitors are looking at.
+$ATTENTION_LAB_KEPT_MB sets it.
 
 A worker warms up before its first task (`tiny.worker_init`: two throwaway steps) and the page starts the pool when
 it opens, so Play's first chunk trains at once. Training uses `tiny.AdamW`, not torch's optimizer, which imports
@@ -33,7 +49,9 @@ import multiprocessing
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -43,12 +61,17 @@ import streamlit as st
 
 from attention.models import tiny
 
-from . import budget
+from . import budget, sessions
+from .scrub import ScrubCache
 
 WORKERS = 2  # settings trained at once, server-wide (the others queue)
 IDLE_S = 300.0  # worker processes (about 240 MB each, torch imported) end after this long with nothing to train
-MAX_RUNS = 32  # runs kept for every visitor
-BUDGET_BYTES = 64 * 2**20  # and the memory they may hold together (tiny.Settings.run_bytes)
+MAX_RUNS = 32  # runs kept for the visitors
+# what the kept runs hold together: three of the largest (see above)
+KEPT_BYTES = int(float(os.environ.get("ATTENTION_LAB_KEPT_MB", 3 * tiny.MAX_RUN_BYTES / 2**20)) * 2**20)
+HOLD_S = 1800.0  # a visitor holds their runs while their tab is open, up to this long after they last used them
+GRACE_S = 10.0  # a tab disconnected this long has left (one that reconnects sooner keeps its session id)
+SWEEP_S = 2.0  # how often the service looks for visitors who left
 PROCESS_MIN_LIMIT = 2 * 2**30  # below this memory limit the server trains in its own process (see above)
 THREAD_PAUSE_S = 0.002  # a training thread's pause between snapshots: other sessions' scripts take the GIL
 FIRST_PAUSE_S = 0.3  # and after a run's first chunk: the page that pressed Play draws it with the GIL to itself
@@ -59,18 +82,24 @@ CHUNK = 4  # snapshots a chunk after that (fewer round trips)
 # a run as every page sees it --------------------------------------------------------------------------------
 
 
+class NoRoom(ValueError):
+    """A run the pool cannot keep now: its message is the page's sentence (what holds the room, and what fits)."""
+
+
 @dataclass(eq=False)
 class Job:
     """One setting's training: its snapshots so far (appended as chunks land), and where it stands."""
 
     settings: tiny.Settings
     number: int  # order of arrival: the queue is served in this order
-    status: str = "queued"  # queued | training | done | stopped | failed
-    message: str | None = None  # why it stopped (a NaN loss) or failed
+    status: str = "queued"  # queued | training | done | stopped | failed | cancelled
+    message: str | None = None  # why it stopped (a NaN loss), failed or was cancelled
     snapshots: list[tiny.Snapshot] = field(default_factory=list)
     started: float | None = None
     finished: float | None = None
     created: float = field(default_factory=time.perf_counter)
+    used: float = field(default_factory=time.monotonic)  # when a visitor last played it or looked at it
+    anonymous: bool = False  # started outside any page (a test, a script): no visitor to wait for, never cancelled
     changed: threading.Condition = field(default_factory=threading.Condition, repr=False)  # a chunk landed, or the end
 
     def wait(self, snapshots: int, timeout: float) -> None:
@@ -80,7 +109,7 @@ class Job:
 
     @property
     def finished_training(self) -> bool:
-        return self.status in ("done", "stopped", "failed")
+        return self.status in ("done", "stopped", "failed", "cancelled")
 
     @property
     def run(self) -> tiny.Run:
@@ -92,21 +121,55 @@ class Job:
         return self.snapshots[-1].step if self.snapshots else 0
 
 
-class Service:
-    """The server's runs: one a setting, kept for every visitor, trained WORKERS at a time in worker processes."""
+def _mb(n: int) -> str:
+    """MB as tiny.Settings says a run's size (2**20 bytes), a decimal under 10 (a small run is not "0 MB")."""
+    mb = n / 2**20
+    return f"{mb:.1f} MB" if mb < 10 else f"{mb:.0f} MB"
 
-    def __init__(self, workers: int = WORKERS, processes: bool = True, idle_s: float = IDLE_S) -> None:
+
+class Service:
+    """The server's runs: one a setting, kept for its visitors, trained WORKERS at a time in worker processes.
+
+    Each visitor (session) holds at most two runs: their own, the last they pressed Play or Step on (queued,
+    training or finished), and the one their page shows. A held run is never evicted; a queued or training run no
+    visitor holds is cancelled. A visitor holds a run while their tab is open, up to hold_s after they last used
+    it, and lets go of it grace_s after their tab disconnected (`alive`: Streamlit's session registry)."""
+
+    def __init__(
+        self,
+        workers: int = WORKERS,
+        processes: bool = True,
+        idle_s: float = IDLE_S,
+        *,
+        kept_bytes: int = KEPT_BYTES,
+        hold_s: float = HOLD_S,
+        grace_s: float = GRACE_S,
+        sweep_s: float = SWEEP_S,
+        alive: Callable[[str], bool] = sessions.alive,
+    ) -> None:
         self.workers = workers if processes else 1
         self.processes = processes
         self.idle_s = idle_s
+        self.kept_bytes = kept_bytes
+        self.hold_s = hold_s
+        self.grace_s = grace_s
+        self.alive = alive
+        self.scrub = ScrubCache()  # what scrubbing the runs' timelines draws (ui.training.layer_result)
         self._lock = threading.Lock()
         self._jobs: OrderedDict[tiny.Settings, Job] = OrderedDict()
         self._count = 0
+        self._started: dict[str, Job] = {}  # each visitor's own run
+        self._seen: dict[str, Job] = {}  # the run each visitor's page shows
+        self._touched: dict[str, float] = {}  # when each visitor last used the pool
+        self._absent: dict[str, float] = {}  # since when a visitor's tab has been disconnected
         self._drivers = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="train-driver")
         self._pool: ProcessPoolExecutor | None = None
         self._here = threading.Lock()  # training in this process: one at a time (torch's thread count is global)
         self._warmer = ThreadPoolExecutor(1, thread_name_prefix="train-warm")
         self._warmed: Future | None = None
+        self._closed = threading.Event()
+        threading.Thread(target=self._sweeping, args=(sweep_s,), name="train-sweep", daemon=True).start()
+        _SERVICES.add(self)
 
     # the pool of worker processes, started on first use (or ahead of it: `warm`)
     def _get_pool(self) -> ProcessPoolExecutor:
@@ -134,23 +197,150 @@ class Service:
         with self._here:
             return fn(*args)
 
-    def start(self, settings: tiny.Settings) -> Job:
-        """The run of this setting: the kept one, or a new one queued for training."""
+    # visitors and the runs they hold ------------------------------------------------------------------------
+
+    def _holders(self, job: Job, but: str | None = None) -> set[str]:
+        """The visitors holding a run (under the lock), leaving out `but`."""
+        now = time.monotonic()
+        return {
+            sid
+            for table in (self._started, self._seen)
+            for sid, held in table.items()
+            if held is job and sid != but and now - self._touched.get(sid, now) < self.hold_s
+        }
+
+    def _freeable(self, job: Job, session: str | None = None) -> bool:
+        """Whether a run would let go of its room once `session` (about to start another) let go of it: finished and
+        held by no one else, or queued or training for no one else (it would be cancelled)."""
+        if self._holders(job, but=session):
+            return False
+        return job.finished_training or (not job.anonymous and session is not None)
+
+    def _hold(self, session: str, job: Job) -> None:
+        """The visitor's own run, and the one shown, is now this one: a run they started before and nobody else
+        holds is cancelled if it still trains or waits (one run a visitor)."""
+        before = self._started.get(session)
+        self._started[session] = self._seen[session] = job
+        self._touched[session] = job.used = time.monotonic()
+        if before is not None and before is not job and not before.finished_training and not self._holders(before):
+            self._cancel(before, "its visitor started another run")
+
+    def _cancel(self, job: Job, why: str) -> None:
+        """(Under the lock.) The driver sees the status before its next chunk and stops."""
+        job.status, job.message, job.finished = "cancelled", why, time.perf_counter()
+        if self._jobs.get(job.settings) is job:
+            del self._jobs[job.settings]
+        with job.changed:
+            job.changed.notify_all()
+
+    def _sweep_locked(self) -> list[str]:
+        """(Under the lock.) Visitors whose tab has been gone grace_s let go of their runs; queued or training runs
+        that nobody holds any more are cancelled. Returns the visitors gone."""
+        now = time.monotonic()
+        gone = []
+        for sid in set(self._touched):
+            if self.alive(sid):
+                self._absent.pop(sid, None)
+            elif now - self._absent.setdefault(sid, now) >= self.grace_s:
+                gone.append(sid)
+        for sid in gone:
+            for table in (self._started, self._seen, self._touched, self._absent):
+                table.pop(sid, None)
+        for job in list(self._jobs.values()):
+            if not job.finished_training and not job.anonymous and not self._holders(job):
+                self._cancel(job, "its visitors left")
+        return gone
+
+    def sweep(self) -> None:
+        """Let go of what visitors who left held: their queued and training runs, their scrub cache."""
+        with self._lock:
+            gone = self._sweep_locked()
+        if gone:
+            self.scrub.forget(gone)
+
+    def _sweeping(self, every_s: float) -> None:
+        while not self._closed.wait(every_s):
+            self.sweep()
+
+    # runs ---------------------------------------------------------------------------------------------------
+
+    def room(self, settings: tiny.Settings, session: str | None = None) -> str | None:
+        """None if Play can keep this setting's run (kept already, or room once unheld runs are evicted); else why
+        not, in the page's words."""
+        with self._lock:
+            return self._room_locked(settings, session)
+
+    def _room_locked(self, settings: tiny.Settings, session: str | None) -> str | None:
+        job = self._jobs.get(settings)
+        if job is not None and job.status != "failed":
+            return None
+        need = settings.run_bytes
+        smaller = "fewer steps, a snapshot every more steps, or a smaller model"
+        if need > self.kept_bytes:
+            return (
+                f"This run would keep {_mb(need)} of weights, more than the {_mb(self.kept_bytes)} this server keeps "
+                f"for all its visitors' runs: pick {smaller}."
+            )
+        held = [j for j in self._jobs.values() if not self._freeable(j, session)]
+        taken = sum(j.settings.run_bytes for j in held)
+        if taken + need <= self.kept_bytes and len(held) < MAX_RUNS:
+            return None
+        return (
+            f"This run would keep {_mb(need)} of weights, and other visitors' runs, trained or training while they "
+            f"watch, hold {_mb(taken)} of the {_mb(self.kept_bytes)} this server keeps: Play is back when one of "
+            f"them leaves, or now with {smaller}."
+        )
+
+    def start(self, settings: tiny.Settings, session: str | None = None) -> Job:
+        """The run of this setting: the kept one, or a new one queued for training; held for the visitor `session`
+        (their earlier run, still queued or training for them alone, is cancelled). NoRoom when it cannot be kept."""
+        with self._lock:
+            gone = self._sweep_locked()
+            job = self._jobs.get(settings)
+            new = job is None or job.status == "failed"
+            if new:
+                refused = self._room_locked(settings, session)
+                if refused is not None:
+                    raise NoRoom(refused)
+                self._count += 1
+                job = Job(settings, self._count, anonymous=session is None)
+            if session is not None:
+                self._hold(session, job)
+            else:
+                job.used = time.monotonic()
+            if new:
+                self._evict(settings.run_bytes)
+                self._jobs[settings] = job
+            else:
+                self._jobs.move_to_end(settings)
+        if gone:
+            self.scrub.forget(gone)
+        if new:
+            self._drivers.submit(self._drive, job)
+        return job
+
+    def see(self, settings: tiny.Settings, session: str | None = None) -> Job | None:
+        """The kept run of this setting, if any; the visitor's page shows it, so it is held for them."""
         with self._lock:
             job = self._jobs.get(settings)
-            if job is not None and job.status != "failed":
-                self._jobs.move_to_end(settings)
-                return job
-            self._count += 1
-            job = Job(settings, self._count)
-            self._jobs[settings] = job
-            self._evict()
-        self._drivers.submit(self._drive, job)
-        return job
+            if session is not None:
+                now = time.monotonic()
+                self._touched[session] = now
+                if job is None:
+                    self._seen.pop(session, None)
+                else:
+                    self._seen[session], job.used = job, now
+            return job
 
     def get(self, settings: tiny.Settings) -> Job | None:
         with self._lock:
             return self._jobs.get(settings)
+
+    def own(self, session: str | None) -> Job | None:
+        """The visitor's own run, while it is queued or training."""
+        with self._lock:
+            job = self._started.get(session) if session is not None else None
+            return job if job is not None and not job.finished_training else None
 
     def queue_position(self, job: Job) -> int:
         """How many runs train or wait ahead of a queued one (0 once it trains)."""
@@ -163,20 +353,37 @@ class Service:
         with self._lock:
             return list(self._jobs.values())
 
-    def _evict(self) -> None:
-        """Least recently used finished runs out until the kept ones fit MAX_RUNS and BUDGET_BYTES (under the lock).
-        Runs still training or queued stay: their pages are waiting for them."""
-        total = sum(j.settings.run_bytes for j in self._jobs.values())
-        for settings, job in list(self._jobs.items()):
-            if len(self._jobs) <= MAX_RUNS and total <= BUDGET_BYTES:
+    def kept_bytes_used(self) -> int:
+        with self._lock:
+            return sum(j.settings.run_bytes for j in self._jobs.values())
+
+    def _evict(self, need: int = 0) -> None:
+        """(Under the lock.) Finished runs that no visitor holds go, the least recently used first, until the kept
+        ones and `need` fit MAX_RUNS and kept_bytes. A held run stays: its visitor is watching it."""
+        total = sum(j.settings.run_bytes for j in self._jobs.values()) + need
+        count = len(self._jobs) + (need > 0)
+        spare = sorted((j for j in self._jobs.values() if j.finished_training and not self._holders(j)),
+                       key=lambda j: j.used)  # fmt: skip
+        for job in spare:
+            if count <= MAX_RUNS and total <= self.kept_bytes:
                 break
-            if job.finished_training:
-                del self._jobs[settings]
-                total -= settings.run_bytes
+            del self._jobs[job.settings]
+            total, count = total - job.settings.run_bytes, count - 1
+
+    def let_go(self) -> None:
+        """The server's memory budget is short: the scrub cache goes, and every kept run no visitor holds."""
+        self.scrub.clear()
+        with self._lock:
+            for job in [j for j in self._jobs.values() if j.finished_training and not self._holders(j)]:
+                del self._jobs[job.settings]
 
     def _drive(self, job: Job) -> None:
-        """In a driver thread: send the run to a worker chunk by chunk, publishing each chunk's snapshots."""
-        job.status, job.started = "training", time.perf_counter()
+        """In a driver thread: send the run to a worker chunk by chunk, publishing each chunk's snapshots; stop at
+        once when the run was cancelled (its visitors left) while it waited or between chunks."""
+        with self._lock:
+            if job.status == "cancelled":
+                return
+            job.status, job.started = "training", time.perf_counter()
         settings, state = job.settings.to_dict(), None
         chunk = FIRST_CHUNK
         try:
@@ -189,12 +396,16 @@ class Service:
                 with job.changed:
                     job.snapshots.extend(tiny.Snapshot.from_dict(s) for s in snaps)
                     job.changed.notify_all()
-                if stopped is not None:
-                    job.status, job.message = "stopped", stopped
-                    break
-                if state["step"] >= job.settings.steps:
-                    job.status = "done"
-                    break
+                self.sweep()
+                with self._lock:
+                    if job.status == "cancelled":
+                        break
+                    if stopped is not None:
+                        job.status, job.message = "stopped", stopped
+                        break
+                    if state["step"] >= job.settings.steps:
+                        job.status = "done"
+                        break
                 if not self.processes:  # hand the GIL over to the other sessions' scripts
                     time.sleep(FIRST_PAUSE_S if chunk == FIRST_CHUNK else THREAD_PAUSE_S)
                 chunk = CHUNK
@@ -205,7 +416,8 @@ class Service:
         except Exception as exc:  # noqa: BLE001 -- a page says what went wrong instead of waiting forever
             job.status, job.message = "failed", f"training failed: {exc}"
         finally:
-            job.finished = time.perf_counter()
+            if job.status != "cancelled":
+                job.finished = time.perf_counter()
             with job.changed:
                 job.changed.notify_all()
         with self._lock:
@@ -225,10 +437,22 @@ class Service:
         pool.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
+        self._closed.set()
         self._drivers.shutdown(wait=False, cancel_futures=True)
         self._warmer.shutdown(wait=False, cancel_futures=True)
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+        self.scrub.clear()
+
+
+_SERVICES: weakref.WeakSet[Service] = weakref.WeakSet()
+
+
+@budget.evictor
+def _let_go() -> None:
+    """The server's budget is short: every service's scrub cache and unheld kept runs go (`Service.let_go`)."""
+    for service in list(_SERVICES):
+        service.let_go()
 
 
 def train_in_processes(limit: int | None = None, env: str | None = None) -> bool:
@@ -241,7 +465,7 @@ def train_in_processes(limit: int | None = None, env: str | None = None) -> bool
     return limit is None or limit >= PROCESS_MIN_LIMIT
 
 
-# One for the process, for good (ttl None): what it keeps is bounded by MAX_RUNS and BUDGET_BYTES, and a new one would
+# One for the process, for good (ttl None): what it keeps is bounded by MAX_RUNS and KEPT_BYTES, and a new one would
 # lose the runs in training
 @st.cache_resource(max_entries=1, ttl=None, show_spinner=False)
 def service() -> Service:

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 import streamlit as st
+import torch
 
 from attention.models import tiny
-from server import budget
+from server import sessions
 from server.training import (
-    MAX_RUNS,
+    HOLD_S,
     WORKERS,
     Job,
+    NoRoom,
     service,
 )
 
@@ -146,8 +148,17 @@ def progress(job: Job, position: int, workers: int = WORKERS) -> Progress:
         return Progress(f"Stopped: {job.message}.", False)
     if job.status == "failed":
         return Progress(f"Failed: {job.message}.", False)
+    if job.status == "cancelled":
+        return Progress(f"Cancelled: {job.message}.", False)
     took = (job.finished or 0) - (job.started or 0)
-    return Progress(f"Trained: {s.steps} steps in {took:.1f} s (kept for every visitor of this server).", False)
+    return Progress(f"Trained: {s.steps} steps in {took:.1f} s. {KEPT_WORDS}", False)
+
+
+# how long a finished run stays: Service's hold, in the page's words
+KEPT_WORDS = (
+    f"Kept for you while this page is open in your tab, up to {HOLD_S / 60:.0f} minutes after you last use it; "
+    "then it may make room for other visitors' runs."
+)
 
 
 # what the page says about a setting and its run -----------------------------------------------------------------
@@ -233,6 +244,7 @@ def ablation_words(settings: tiny.Settings) -> str:
 # the page's controls and live view ----------------------------------------------------------------------------
 
 PLAYING, SHOWN, FOR = "tr:playing", "tr:shown", "tr:for"  # session keys: playing?, the snapshot shown, its run
+REFUSED = "tr:refused"  # session key: why the last Play or Step could not start a run (the pool's sentence)
 TIMELINE = "tr:timeline"  # the timeline's box (the clicker's keys find its slider by it) and its sliders' key prefix
 MOVES = "tr:moves"  # session key: how many times the page itself has moved the timeline (its slider's generation)
 TICK_S = 0.5  # while playing, the live view redraws this often (each redraw is a rerun of the page's live part)
@@ -251,10 +263,30 @@ def follow(settings: tiny.Settings) -> None:
         ss[FOR], ss[SHOWN], ss[PLAYING] = settings, 0, False
 
 
+def _start(settings: dict[str, Any]) -> Job | None:
+    """Start (or join) the setting's run for this visitor; None, with the pool's sentence kept for the page, when it
+    cannot be kept."""
+    ss = st.session_state
+    try:
+        job = service().start(tiny.Settings.from_dict(settings), sessions.current())
+    except NoRoom as refused:
+        ss[REFUSED], ss[PLAYING] = str(refused), False
+        return None
+    ss.pop(REFUSED, None)
+    return job
+
+
+def shown_run(settings: tiny.Settings) -> Job | None:
+    """The kept run of the setting the page shows, if any: held for this visitor while they look at it."""
+    return service().see(settings, sessions.current())
+
+
 def play(settings: dict[str, Any]) -> None:
     """Play: train the setting (or join its run), and follow it; a finished run replays from the start."""
     server = service()
-    job = server.start(tiny.Settings.from_dict(settings))
+    job = _start(settings)
+    if job is None:
+        return
     if server.queue_position(job) < server.workers:  # it trains now (a queued run would keep the page waiting)
         # The first chunk is 25 steps, about 0.1 s on a warm worker: drawn as soon as it lands, the first redraw
         # shows the curve moving; without the wait it would move a tick (TICK_S) later.
@@ -271,7 +303,8 @@ def pause() -> None:
 
 def step(settings: dict[str, Any]) -> None:
     """Step: one snapshot further (training the setting if nobody has)."""
-    service().start(tiny.Settings.from_dict(settings))
+    if _start(settings) is None:
+        return
     st.session_state[PLAYING] = False
     st.session_state[SHOWN] = st.session_state.get(SHOWN, 0) + 1
 
@@ -329,14 +362,43 @@ def clicker(job: Job | None) -> None:
 
 
 def buttons(settings: tiny.Settings, container: Any) -> None:
+    """Play, Pause, Step, Reset; beside them, before Play, why this setting's run cannot be kept now (Play and Step
+    are then off), or that Play here cancels the visitor's own run of another setting."""
     row = container.container(horizontal=True)
     args = (settings.to_dict(),)
-    playing = st.session_state.get(PLAYING, False)
-    row.button("Play", icon=":material/play_arrow:", on_click=play, args=args, disabled=playing, type="primary",
-               key="tr:play")  # fmt: skip
+    ss = st.session_state
+    playing = ss.get(PLAYING, False)
+    server, me = service(), sessions.current()
+    refused = server.room(settings, me)
+    row.button("Play", icon=":material/play_arrow:", on_click=play, args=args, disabled=playing or bool(refused),
+               type="primary", key="tr:play")  # fmt: skip
     row.button("Pause", icon=":material/pause:", on_click=pause, disabled=not playing, key="tr:pause")
-    row.button("Step", icon=":material/skip_next:", on_click=step, args=args, key="tr:step")
+    row.button("Step", icon=":material/skip_next:", on_click=step, args=args, disabled=bool(refused), key="tr:step")
     row.button("Reset", icon=":material/skip_previous:", on_click=reset, key="tr:reset")
+    said = refused or ss.pop(REFUSED, None)
+    if said:
+        container.warning(said, icon=":material/memory:")
+        if refused:
+            _wait_for_room(settings)
+        return
+    own = server.own(me)
+    if own is not None and own.settings != settings:
+        where = "waits in the queue" if own.status == "queued" else f"is at step {own.step} of {own.settings.steps}"
+        container.caption(
+            f"Your run of another setting {where}: Play here cancels it (one run a visitor at a time), unless "
+            "another visitor is watching it too."
+        )
+
+
+ROOM_CHECK_S = 5.0  # a page refused for room looks again this often, and turns Play back on by itself
+
+
+@st.fragment(run_every=ROOM_CHECK_S)
+def _wait_for_room(settings: tiny.Settings) -> None:
+    """While Play is off for want of room, look again every ROOM_CHECK_S (draws nothing): once another visitor has
+    left, the whole page runs again and Play is back on, without the visitor having to do anything."""
+    if service().room(settings, sessions.current()) is None:
+        st.rerun()
 
 
 def ticking(job: Job | None) -> bool:
@@ -367,26 +429,38 @@ def _key(settings: tiny.Settings) -> str:
     return json.dumps(settings.to_dict(), sort_keys=True)
 
 
-def layer_result(run: tiny.Run, index: int, layer: int) -> Any:
-    """`tiny.layer_result` of a snapshot, kept for every visitor (a replay and thirty watchers draw the same ones)."""
-    snap = run.snapshots[index]
-    return _layer_result(_key(run.settings), snap.step, layer, snap, run.settings)
+class Drawn(NamedTuple):
+    """What the page draws of a layer's attention on the probe: kept instead of the whole Result (every
+    intermediate of attention.compute, about 375 kB at the largest setting, against about 40 kB for these)."""
+
+    tokens: tuple[str, ...]
+    weights: torch.Tensor  # (heads, T, T)
+    mask: torch.Tensor | None  # (T, T), True: may attend
 
 
-# a Result of the probe (16 tokens, 4 heads) is a few tens of kB
-@st.cache_resource(max_entries=256, ttl=3600, show_spinner=False)
-def _layer_result(key: str, step: int, layer: int, _snap: tiny.Snapshot, _settings: tiny.Settings) -> Any:
-    return tiny.layer_result(_snap, _settings, layer)
+def layer_result(run: tiny.Run, index: int, layer: int) -> Drawn:
+    """What `tiny.layer_result` of a snapshot draws, kept in the server's scrub cache (bounded by bytes, inside the
+    memory budget, let go of when the visitors who drew it have left: server/scrub.py); a replay and thirty
+    watchers draw the same ones."""
+    snap, settings = run.snapshots[index], run.settings
+
+    def make() -> Drawn:
+        result = tiny.layer_result(snap, settings, layer)
+        mask = None if result.mask is None else result.mask.clone()
+        return Drawn(tuple(result.tokens), result.weights.detach().clone(), mask)
+
+    return service().scrub.get(("layer", _key(settings), snap.step, layer), make, sessions.current())
 
 
 def lengths(run: tiny.Run, at: int) -> list[tiny.LengthTest]:
-    """`tiny.evaluate_lengths` of a run at a step, kept for every visitor (a snapshot never changes once taken)."""
-    return _lengths(_key(run.settings), at, run)
+    """`tiny.evaluate_lengths` of a run at a step, kept in the scrub cache too (a snapshot never changes once
+    taken; a few hundred bytes each, counted as LENGTHS_BYTES)."""
+    make = lambda: tiny.evaluate_lengths(run, step=at)  # noqa: E731
+    key = ("lengths", _key(run.settings), at)
+    return service().scrub.get(key, make, sessions.current(), nbytes=lambda tests: LENGTHS_BYTES)
 
 
-@st.cache_resource(max_entries=4 * MAX_RUNS, ttl=3600, show_spinner=False)
-def _lengths(key: str, at: int, _run: tiny.Run) -> list[tiny.LengthTest]:
-    return tiny.evaluate_lengths(_run, step=at)
+LENGTHS_BYTES = 4096  # a generous count for a list of ~30 LengthTest of floats (no tensors to measure)
 
 
 def lengths_frame(tests: list[tiny.LengthTest]) -> pd.DataFrame:
@@ -408,11 +482,3 @@ def lengths_spec() -> dict:
                       "scale": {"domain": ["seen in training", "never seen"], "range": ["#1f77b4", "#ff7f0e"]}},
         },
     }  # fmt: skip
-
-
-@budget.evictor
-def _free_cached() -> None:
-    """The server's memory budget is short: the snapshots' layer Results and length tests go (made again when
-    drawn); the kept runs stay, bounded by MAX_RUNS and BUDGET_BYTES."""
-    _layer_result.clear()
-    _lengths.clear()
