@@ -24,12 +24,12 @@ server idles at 250-550 MB, and every page's heaviest link computes at most one 
 time, so one such run is admitted at once and a second waits for it.
 
 Under a memory limit (the process's cgroup: Community Cloud's 690 MB, a container's, deploy/replica.sh's) a run is
-also admitted only while the process's real anonymous memory plus the run stays under the limit less a reserve
-(`ceiling`): what the budget does not count (the models, the chat model's and the training's runs, Streamlit's
-own messages, freed memory not yet handed back) is counted that way, as the kernel counts it. A run that would
-pass the ceiling waits as for the budget, after every cache that registered an evictor (`evictor`) has let go
-of what only it holds and the heaps have been trimmed; the pages that keep big things (results, the real
-models' runs, the training runs) register theirs.
+also admitted only while the process's real anonymous memory, plus what the runs still computing may allocate yet,
+plus the run stays under the limit less a reserve (`ceiling`): what the budget does not count (the models, the chat
+model's and the training's runs, Streamlit's own messages, freed memory not yet handed back) is counted that way,
+as the kernel counts it. A run that would pass the ceiling waits as for the budget, after every cache that
+registered an evictor (`evictor`) has let go of what only it holds and the heaps have been trimmed; the pages that
+keep big things (results, the real models' runs, the training runs) register theirs.
 """
 
 from __future__ import annotations
@@ -118,15 +118,16 @@ def anonymous_bytes(status: str = "/proc/self/status") -> int:
     return 0
 
 
-# Under a limit L, a run is admitted while anonymous memory + the run stays under L - RESERVE: the reserve is for
-# the pages of torch's and the other libraries' code (file-backed: counted by the cgroup, dropped and read again
-# under pressure, but a working set must stay) and for what a run allocates beyond its counted bytes. A run that
-# would be the only large one in flight gets the smaller ALONE reserve: nothing else of the budget can grow beside
-# it, and at the soak's peak the kernel had squeezed the page cache to 37 MB without killing anything. (With 145 MB
-# for every run, a 187 MB run never fitted beside the ~485 MB a server holds at rest once every page, model and
-# cache has been used: 20 of 60 soak visits were refused after waiting 120 s.)
-RESERVE_FRACTION = 0.2  # 145 MB of Community Cloud's 690 MiB; $ATTENTION_LAB_RESERVE_MB sets it in MB
-ALONE_RESERVE_FRACTION = 0.06  # 43 MB of 690 MiB; $ATTENTION_LAB_ALONE_RESERVE_MB
+# Under a limit L, a run of n bytes is admitted while anonymous memory + the bytes of the runs still computing + n
+# stays under L - RESERVE. The runs computing are counted for all they may still allocate (their estimates; what
+# they have allocated already is counted twice, on the safe side); a finished run's Result is in the anonymous
+# memory itself. The reserve is for the pages of torch's and the other libraries' code (file-backed: counted by the
+# cgroup, dropped and read again under pressure, but a working set must stay), what a run allocates beyond its
+# estimate, and what a page draws (at the soak's peak with this reserve for a run alone the kernel had squeezed the
+# page cache to 37 MB without killing anything). Before, a second reserve of 145 MB applied whenever any bytes of
+# the budget were held, finished Results included: under a crowd the process sat above that ceiling and a 1 MB
+# reading waited 20 s, a chat step 120 s and was refused (issue 37).
+RESERVE_FRACTION = 0.06  # 43 MB of Community Cloud's 690 MiB; $ATTENTION_LAB_RESERVE_MB sets it in MB
 
 
 def ceiling_for(limit: int | None, reserve_mb: str | None = None, fraction: float = RESERVE_FRACTION) -> int | None:
@@ -161,10 +162,10 @@ class Shortage:
     used: int  # what the admitted runs hold of the budget
     capacity: int  # the budget
     memory: int | None  # the process's anonymous memory (None: no memory limit, the budget alone counts)
-    ceiling: int | None  # the memory under which this run is admitted now
+    computing: int  # what the runs still computing may allocate yet
+    ceiling: int | None  # the memory under which runs are admitted
     limit: int | None  # the cgroup's memory limit
     ahead: int  # runs that asked earlier and are served first
-    alone: bool  # no other run holds bytes of the budget (the smaller reserve applies)
 
     def reason(self) -> str:
         """The limit that holds the run, in plain words with its numbers ("" when nothing does: it is admitted)."""
@@ -174,12 +175,14 @@ class Shortage:
                 f"other visitors' large runs hold {_mb(self.used)} of the {_mb(self.capacity)} this server gives "
                 f"its visitors' runs together, and {need}"
             )
-        if self.ceiling is not None and self.memory is not None and self.memory + self.need > self.ceiling:
-            when = "while no run holds memory of the budget" if self.alone else "while other runs hold memory"
-            under = f"its {self.limit / 2**20:.0f} MiB limit less a reserve {when}" if self.limit else "a reserve"
+        taken = None if self.memory is None else self.memory + self.computing
+        if self.ceiling is not None and taken is not None and taken + self.need > self.ceiling:
+            under = f"its {self.limit / 2**20:.0f} MiB limit less a reserve" if self.limit else "its ceiling"
+            computing = f", runs computing now may take {_mb(self.computing)} more," if self.computing else ""
             return (
-                f"the server process holds {_mb(self.memory)} and takes on runs only up to {_mb(self.ceiling)} "
-                f"({under}); {need}, {_mb(self.memory + self.need - self.ceiling)} more than that leaves"
+                f"the server process holds {_mb(self.memory)}{computing} and takes on runs only up to "
+                f"{_mb(self.ceiling)} ({under}); {need}, {_mb(taken + self.need - self.ceiling)} more than that "
+                "leaves"
             )
         if self.ahead:
             runs = "run that asked earlier is" if self.ahead == 1 else "runs that asked earlier are"
@@ -212,16 +215,16 @@ class Admission:
     run, a small one never ahead of another small one. A run is never kept waiting while what it needs is free and
     no earlier run it may not pass waits.
 
-    ceiling: where set, a run is also admitted only while memory() + n stays under it (the process's anonymous
-    memory under a cgroup limit), or under alone_ceiling when no other bytes of the budget are taken; memory is
-    read again at every poll, so freed memory lets a waiting run in. clock and memory are injectable (tests)."""
+    ceiling: where set, a run is also admitted only while memory() + n, plus what the runs still computing may
+    allocate yet (their n, until `finish`), stays under it (memory: the process's anonymous memory under a cgroup
+    limit); memory is read again at every poll, so freed memory lets a waiting run in. clock and memory are
+    injectable (tests)."""
 
     def __init__(
         self,
         capacity: int,
         ceiling: int | None = None,
         memory: Callable[[], int] = anonymous_bytes,
-        alone_ceiling: int | None = None,
         *,
         limit: int | None = None,
         small: int = SMALL_MB * MB,
@@ -230,13 +233,13 @@ class Admission:
     ) -> None:
         self.capacity = capacity
         self.ceiling = ceiling
-        self.alone_ceiling = ceiling if alone_ceiling is None else alone_ceiling
         self.limit = limit
         self.memory = memory
         self.small, self.pass_share = small, pass_share
         self.clock = clock
         self.evictors: list[Callable[[], None]] = []  # the server-wide caches' (`evictor`)
         self.used = 0
+        self.computing = 0  # bytes of the runs admitted and not finished: what they may still allocate
         self.passing = 0  # bytes of small runs that went ahead of a waiting larger one, until they finish
         self.peak = 0  # the most ever taken at once (benchmarks and tests reset it)
         self._cond = threading.Condition(threading.RLock())  # reentrant: a finalizer may release inside acquire
@@ -245,18 +248,15 @@ class Admission:
     def fits(self, n: int) -> bool:
         return n <= self.capacity
 
-    def _ceiling(self) -> int | None:
-        return self.alone_ceiling if self.used == 0 else self.ceiling
-
     def _room(self, n: int) -> bool:
         """Whether n more bytes fit the budget, and under the ceiling (called under the lock)."""
         if self.used + n > self.capacity:
             return False
-        ceiling = self._ceiling()
-        return ceiling is None or self.memory() + n <= ceiling
+        return self.ceiling is None or self.memory() + self.computing + n <= self.ceiling
 
     def _take(self, n: int, passed: bool = False) -> Ticket:
         self.used += n
+        self.computing += n
         self.peak = max(self.peak, self.used)
         if passed:
             self.passing += n
@@ -266,7 +266,7 @@ class Admission:
         """Admit every waiting run the rules let in now, in the order they asked."""
         with self._cond:
             small_held = large_held = False  # a small run that waits holds back later small ones; a large one, all
-            granted = 0  # admitted in this pass: not in memory() yet
+            granted = False
             for w in self._waiting:
                 if w.ticket is not None:
                     continue
@@ -275,10 +275,10 @@ class Admission:
                 if small_held or (large_held and (not small or self.passing + w.n > self.pass_share)):
                     may = False
                 else:
-                    may = self._room(w.n + granted)
+                    may = self._room(w.n)
                 if may:
                     w.ticket = self._take(w.n, passed=passing)
-                    granted += w.n
+                    granted = True
                 elif small:
                     small_held = True
                 else:
@@ -313,16 +313,15 @@ class Admission:
     def shortage(self, n: int, me: Waiter | None = None) -> Shortage:
         """What holds a run of n bytes now, with its numbers (`Shortage.reason`)."""
         with self._cond:
-            ceiling = self._ceiling()
             return Shortage(
                 need=n,
                 used=self.used,
                 capacity=self.capacity,
-                memory=None if ceiling is None else self.memory(),
-                ceiling=ceiling,
+                memory=None if self.ceiling is None else self.memory(),
+                computing=self.computing,
+                ceiling=self.ceiling,
                 limit=self.limit,
                 ahead=0 if me is None or me not in self._waiting else self._ahead(me),
-                alone=self.used == 0,
             )
 
     def try_acquire(self, n: int) -> Ticket | None:
@@ -382,7 +381,9 @@ class Admission:
             if ticket.passed:
                 self.passing -= ticket.n
                 ticket.passed = False
-            self.release(ticket.n - keep)
+            n, ticket.n = ticket.n, 0  # finished once
+            self.computing -= n
+            self.release(n - keep)
 
     def evict_all(self) -> None:
         """Every registered cache lets go of what it keeps, then glibc hands the freed pages back to the system."""
@@ -409,7 +410,6 @@ _LIMIT = memory_limit()
 SERVER = Admission(
     int(float(os.environ.get("ATTENTION_LAB_BUDGET_MB", BUDGET_MB)) * MB),
     ceiling_for(_LIMIT, os.environ.get("ATTENTION_LAB_RESERVE_MB")),
-    alone_ceiling=ceiling_for(_LIMIT, os.environ.get("ATTENTION_LAB_ALONE_RESERVE_MB"), ALONE_RESERVE_FRACTION),
     limit=_LIMIT,
     pass_share=int(float(os.environ.get("ATTENTION_LAB_PASS_SHARE_MB", PASS_SHARE_MB)) * MB),
 )

@@ -19,7 +19,7 @@ MIB = 2**20
 
 
 def under_a_limit(memory: list[int], **kw) -> Admission:
-    """An admission under a 1,000 MB ceiling (both reserves alike), the process holding memory[0] bytes."""
+    """An admission under a 1,000 MB ceiling, the process holding memory[0] bytes (besides the runs computing)."""
     return Admission(1000 * MB, ceiling=1000 * MB, memory=lambda: memory[0], **kw)
 
 
@@ -61,11 +61,12 @@ def test_a_large_run_never_goes_ahead_and_a_small_one_not_ahead_of_another_small
 def test_no_run_waits_while_what_it_needs_is_free() -> None:
     memory = [200 * MB]
     b = under_a_limit(memory)
-    assert b.try_acquire(700 * MB) is not None  # free: at once, with no one waiting
+    held = b.try_acquire(700 * MB)
+    assert held is not None  # free: at once, with no one waiting
     waiting = b.ask(400 * MB)  # 700 of the budget's 1000 taken: waits for the budget
     assert waiting.ticket is None
     assert "hold 700 MB of the 1000 MB" in b.shortage(400 * MB, waiting).reason()
-    b.release(700 * MB)  # at the release itself, not at a later poll
+    b.finish(held)  # at the release itself, not at a later poll
     assert waiting.ticket is not None
 
 
@@ -73,15 +74,29 @@ def test_the_share_small_runs_may_take_past_a_large_one_is_bounded() -> None:
     """With 100 MB for small runs going ahead, a second one of 60 waits until the first has finished computing
     (what a finished run keeps no longer counts), so the large one that waits is delayed by at most that much."""
     memory = [900 * MB]
-    b = under_a_limit(memory, small=100 * MB, pass_share=100 * MB)
+    b = under_a_limit(memory, small=100 * MB, pass_share=80 * MB)
     large = b.ask(300 * MB)
-    first, second = b.ask(50 * MB), b.ask(60 * MB)
+    first, second = b.ask(50 * MB), b.ask(40 * MB)  # 900 + 50 + 40 fits the memory; 90 MB passing, over 80
     assert first.ticket is not None and second.ticket is None and b.passing == 50 * MB
-    assert "1 run that asked earlier is served first" in b.shortage(60 * MB, second).reason()
+    assert "1 run that asked earlier is served first" in b.shortage(40 * MB, second).reason()
     b.finish(first.ticket, keep=10 * MB)
-    assert second.ticket is not None and b.passing == 60 * MB and large.ticket is None
+    assert second.ticket is not None and b.passing == 40 * MB and large.ticket is None
     b.finish(second.ticket)
     assert b.passing == 0 and b.used == 10 * MB
+
+
+def test_runs_computing_count_for_what_they_may_allocate_and_a_finished_one_for_its_memory() -> None:
+    """A run beside others counts what they may still allocate (their estimates, until they finish); once they
+    have finished, what they keep is in the process's memory, which is read again."""
+    memory = [500 * MB]
+    b = under_a_limit(memory)
+    first = b.try_acquire(300 * MB)
+    assert first is not None
+    assert b.try_acquire(250 * MB) is None  # 500 + 300 computing + 250 > 1000
+    memory[0] = 650 * MB  # it finished, keeping 150 MB of a Result
+    b.finish(first, keep=150 * MB)
+    assert b.computing == 0 and b.used == 150 * MB
+    assert b.try_acquire(250 * MB) is not None  # 650 + 250: the Result held is not counted twice
 
 
 def test_once_the_large_run_fits_it_goes_before_a_small_one_that_asks_later() -> None:
@@ -106,14 +121,18 @@ def test_withdrawing_gives_back_what_was_admitted_and_lets_the_next_in() -> None
 
 
 def test_the_words_name_the_ceiling_what_the_process_holds_and_what_the_run_needs() -> None:
-    shortage = Shortage(need=55 * MB, used=59 * MB, capacity=200 * MB, memory=548 * MB, ceiling=578 * MB,
-                        limit=690 * MIB, ahead=0, alone=False)  # fmt: skip
+    shortage = Shortage(need=55 * MB, used=59 * MB, capacity=200 * MB, memory=548 * MB, computing=0,
+                        ceiling=578 * MB, limit=690 * MIB, ahead=0)  # fmt: skip
     reason = shortage.reason()
     assert "holds 548 MB" in reason and "up to 578 MB" in reason and "690 MiB limit" in reason
     assert "needs 55 MB, 25 MB more than that leaves" in reason
     assert "other visitors' large runs" not in reason  # the budget (59 of 200 MB) had room: it is not the reason
-    budget = Shortage(need=55 * MB, used=180 * MB, capacity=200 * MB, memory=None, ceiling=None, limit=None,
-                      ahead=0, alone=False)  # fmt: skip
+    computing = Shortage(need=55 * MB, used=59 * MB, capacity=200 * MB, memory=500 * MB, computing=40 * MB,
+                         ceiling=578 * MB, limit=690 * MIB, ahead=0)  # fmt: skip
+    assert "holds 500 MB, runs computing now may take 40 MB more," in computing.reason()
+    assert "needs 55 MB, 17 MB more than that leaves" in computing.reason()
+    budget = Shortage(need=55 * MB, used=180 * MB, capacity=200 * MB, memory=None, computing=0, ceiling=None,
+                      limit=None, ahead=0)  # fmt: skip
     assert "hold 180 MB of the 200 MB" in budget.reason() and "needs 55 MB" in budget.reason()
     words = server_budget.waiting_words(12.4, 120, shortage)
     assert "12 s so far, at most 108 s more" in words and "holds 548 MB" in words
@@ -134,8 +153,9 @@ def test_a_wait_is_told_as_it_moves() -> None:
 def test_a_refusal_says_the_real_limit_with_its_numbers_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     memory = [400 * MB]
     b = Admission(200 * MB, ceiling=578 * MB, memory=lambda: memory[0], limit=690 * MIB)
-    held = b.try_acquire(59 * MB)  # another visitor's run: 59 of the budget's 200 MB
+    held = b.try_acquire(59 * MB)  # another visitor's run: 59 of the budget's 200 MB, held once it is done
     assert held is not None
+    b.finish(held, keep=59 * MB)
     memory[0] = 548 * MB
     with caplog.at_level(logging.WARNING, logger="server.budget"), pytest.raises(Refused) as refused:
         server_budget.admit(55 * MB, budget=b, wait_s=0.3, advice="or in a minute")
@@ -146,5 +166,5 @@ def test_a_refusal_says_the_real_limit_with_its_numbers_and_is_logged(caplog: py
     lines = [r.getMessage() for r in caplog.records if r.name == "server.budget"]
     assert len(lines) == 1 and "refused 55.0 MB" in lines[0]
     assert "holds 548.0 MB" in lines[0] and "ceiling 578.0 MB" in lines[0] and "limit 723.5 MB" in lines[0]
-    b.finish(held)
-    assert b.used == 0
+    b.release(59 * MB)
+    assert b.used == 0 and b.computing == 0

@@ -160,8 +160,9 @@ def test_under_a_ceiling_a_run_waits_for_the_real_memory_to_go_down() -> None:
     past its ceiling waits, and goes in once memory drops (memory is read again while it waits)."""
     memory = [900]
     b = Admission(1000, ceiling=1000, memory=lambda: memory[0])
-    assert b.try_acquire(100)  # 900 + 100 fits
-    b.release(100)
+    first = b.try_acquire(100)  # 900 + 100 fits
+    assert first
+    b.finish(first)
     assert not b.try_acquire(150)  # within the budget, past the ceiling
     threading.Timer(0.3, lambda: memory.__setitem__(0, 700)).start()
     start = time.monotonic()
@@ -169,29 +170,13 @@ def test_under_a_ceiling_a_run_waits_for_the_real_memory_to_go_down() -> None:
     assert 0.2 < time.monotonic() - start < 5
 
 
-def test_a_run_alone_may_come_closer_to_the_limit_than_one_beside_others() -> None:
-    """The only large run in flight gets the smaller reserve (alone_ceiling); one beside it, the larger."""
-    held = []  # the process's memory: 500 at rest, and what the admitted runs hold
-    b = Admission(1000, ceiling=800, memory=lambda: 500 + sum(held), alone_ceiling=950)
-    assert b.try_acquire(400)  # 500 + 400 = 900: under 950, alone
-    held.append(400)
-    assert not b.try_acquire(50)  # beside it: 900 + 50 over 800
-    b.release(400)
-    held.clear()
-    assert b.try_acquire(250)  # alone again: 750 under 950
-    held.append(250)
-    assert not b.try_acquire(100)  # beside it: 850 over 800
-    assert b.try_acquire(50)  # 800: just under
-
-
 def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
     limit = tmp_path / "memory.limit_in_bytes"
     limit.write_text("723517440\n")  # 690 MiB
     assert server_budget.memory_limit([str(tmp_path / "missing"), str(limit)]) == 723517440
-    assert server_budget.ceiling_for(723517440) == int(0.8 * 723517440)
+    assert server_budget.ceiling_for(723517440) == int(0.94 * 723517440)
     assert server_budget.ceiling_for(723517440, "100") == 723517440 - 100 * server_budget.MB
     assert server_budget.ceiling_for(None) is None  # a laptop: the byte budget alone
-    assert server_budget.ceiling_for(723517440, fraction=server_budget.ALONE_RESERVE_FRACTION) == int(0.94 * 723517440)
     status = tmp_path / "status"
     status.write_text("VmRSS:\t  500000 kB\nRssAnon:\t  300000 kB\nRssFile:\t  200000 kB\n")
     assert server_budget.anonymous_bytes(str(status)) == 300000 * 1024
