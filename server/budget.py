@@ -181,8 +181,8 @@ class Shortage:
             computing = f", runs computing now may take {_mb(self.computing)} more," if self.computing else ""
             return (
                 f"the server process holds {_mb(self.memory)}{computing} and takes on runs only up to "
-                f"{_mb(self.ceiling)} ({under}); {need}, {_mb(taken + self.need - self.ceiling)} more than that "
-                "leaves"
+                f"{_mb(self.ceiling)} ({under}); {need}, which would pass that by "
+                f"{_mb(taken + self.need - self.ceiling)}"
             )
         if self.ahead:
             runs = "run that asked earlier is" if self.ahead == 1 else "runs that asked earlier are"
@@ -502,7 +502,7 @@ def admit(nbytes: int, *, give_up: Callable[[], bool] | None = None, budget: Adm
         def on_wait(waited: float, shortage: Shortage) -> None:
             if waited - shown[0] >= 1.0:  # a new line every second: the visitor sees the wait move
                 shown[0] = waited
-                line.info(waiting_words(waited, wait_s, shortage), icon="⏳")
+                line.info(waiting_words(waited, wait_s, shortage), icon=":material/hourglass_top:")
 
     try:
         ticket = budget.acquire(nbytes, wait_s, evict=budget.evict_all, give_up=give_up, on_wait=on_wait)

@@ -125,12 +125,12 @@ def test_the_words_name_the_ceiling_what_the_process_holds_and_what_the_run_need
                         ceiling=578 * MB, limit=690 * MIB, ahead=0)  # fmt: skip
     reason = shortage.reason()
     assert "holds 548 MB" in reason and "up to 578 MB" in reason and "690 MiB limit" in reason
-    assert "needs 55 MB, 25 MB more than that leaves" in reason
+    assert "needs 55 MB, which would pass that by 25 MB" in reason
     assert "other visitors' large runs" not in reason  # the budget (59 of 200 MB) had room: it is not the reason
     computing = Shortage(need=55 * MB, used=59 * MB, capacity=200 * MB, memory=500 * MB, computing=40 * MB,
                          ceiling=578 * MB, limit=690 * MIB, ahead=0)  # fmt: skip
     assert "holds 500 MB, runs computing now may take 40 MB more," in computing.reason()
-    assert "needs 55 MB, 17 MB more than that leaves" in computing.reason()
+    assert "needs 55 MB, which would pass that by 17 MB" in computing.reason()
     budget = Shortage(need=55 * MB, used=180 * MB, capacity=200 * MB, memory=None, computing=0, ceiling=None,
                       limit=None, ahead=0)  # fmt: skip
     assert "hold 180 MB of the 200 MB" in budget.reason() and "needs 55 MB" in budget.reason()

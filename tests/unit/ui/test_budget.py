@@ -315,7 +315,7 @@ def test_a_page_refused_by_the_memory_ceiling_names_it_with_its_numbers(monkeypa
     assert errors, [w.value for w in at.warning]
     assert "cannot be computed: the server process holds 577 MB" in errors[0]
     assert "up to 578 MB (its 690 MiB limit less a reserve" in errors[0]
-    assert re.search(r"this run needs \d+ MB, \d+ MB more than that leaves", errors[0])
+    assert re.search(r"this run needs \d+ MB, which would pass that by \d+ MB", errors[0])
     assert "It waited 0 s: try again in a moment" in errors[0]
     assert "other visitors' large runs" not in errors[0] and limited.used == 0
 
