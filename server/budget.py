@@ -208,12 +208,13 @@ class Waiter:
 class Admission:
     """The server's memory admission: a counting semaphore of bytes, fair and sized.
 
-    Waiting runs are served in the order they asked, with one exception: a small run (at most `small` bytes) that
-    fits now is not held behind a larger run that does not fit; it goes ahead, as long as the small runs that went
-    ahead and are still computing hold at most `pass_share` bytes together (so a large run waits for at most that
-    much more than it would alone). Runs of one size class keep their order: a large run never goes ahead of any
-    run, a small one never ahead of another small one. A run is never kept waiting while what it needs is free and
-    no earlier run it may not pass waits.
+    Runs of one size class are served in the order they asked; small runs (at most `small` bytes: a chat step, a
+    Real-model reading) are served before large ones, as long as the small runs that went ahead of a large one
+    that asked earlier and are still computing hold at most `pass_share` bytes together. So a small run that fits
+    is never held behind a large one, and memory that comes free goes to a small run that waits before a large
+    one takes it for its whole run; a large run waits at most for that share more than it would alone. A run is
+    never kept waiting while what it needs is free, unless a run of its class asked earlier, or (a small one) the
+    share is taken, or (a large one) a small run waits.
 
     ceiling: where set, a run is also admitted only while memory() + n, plus what the runs still computing may
     allocate yet (their n, until `finish`), stays under it (memory: the process's anonymous memory under a cgroup
@@ -263,16 +264,18 @@ class Admission:
         return Ticket(n, passed)
 
     def serve(self) -> None:
-        """Admit every waiting run the rules let in now, in the order they asked."""
+        """Admit every waiting run the rules let in now: the small ones first, in the order they asked, then the
+        large ones in theirs."""
         with self._cond:
-            small_held = large_held = False  # a small run that waits holds back later small ones; a large one, all
+            small_held = large_held = False  # one of the class waits: the later ones of that class wait too
             granted = False
-            for w in self._waiting:
+            first_large = next((w.since for w in self._waiting if w.ticket is None and w.n > self.small), None)
+            for w in sorted(self._waiting, key=lambda w: w.n > self.small):  # stable: each class in its order
                 if w.ticket is not None:
                     continue
                 small = w.n <= self.small
-                passing = large_held  # it would go ahead of a larger run that waits
-                if small_held or (large_held and (not small or self.passing + w.n > self.pass_share)):
+                passing = small and first_large is not None and first_large <= w.since  # a larger run asked first
+                if (small_held if small else large_held) or (passing and self.passing + w.n > self.pass_share):
                     may = False
                 else:
                     may = self._room(w.n)
@@ -305,10 +308,17 @@ class Admission:
             self.serve()
 
     def _ahead(self, me: Waiter) -> int:
-        """The runs that asked before `me` and wait, which it may not pass now (called under the lock)."""
-        small = me.n <= self.small and self.passing + me.n <= self.pass_share
-        earlier = self._waiting[: self._waiting.index(me)]
-        return sum(1 for w in earlier if w.ticket is None and (not small or w.n <= self.small))
+        """The runs that wait and are served before `me` (called under the lock): of its class, those that asked
+        earlier; for a large one, every small one; for a small one whose share is taken, the earlier large ones."""
+        small = me.n <= self.small
+        share_taken = self.passing + me.n > self.pass_share
+
+        def before(w: Waiter) -> bool:
+            if w.n <= self.small:
+                return not small or w.since < me.since
+            return not small and w.since < me.since or small and share_taken and w.since < me.since
+
+        return sum(1 for w in self._waiting if w is not me and w.ticket is None and before(w))
 
     def shortage(self, n: int, me: Waiter | None = None) -> Shortage:
         """What holds a run of n bytes now, with its numbers (`Shortage.reason`)."""

@@ -39,7 +39,7 @@ def test_a_small_run_goes_ahead_of_a_large_one_that_does_not_fit() -> None:
     assert large.ticket is not None and not large.ticket.passed
 
 
-def test_a_large_run_never_goes_ahead_and_a_small_one_not_ahead_of_another_small_one() -> None:
+def test_runs_of_one_size_keep_their_order() -> None:
     b = Admission(100, small=40, pass_share=60)
     held = b.try_acquire(100)
     large_1, large_2 = b.ask(90), b.ask(80)
@@ -99,7 +99,23 @@ def test_runs_computing_count_for_what_they_may_allocate_and_a_finished_one_for_
     assert b.try_acquire(250 * MB) is not None  # 650 + 250: the Result held is not counted twice
 
 
-def test_once_the_large_run_fits_it_goes_before_a_small_one_that_asks_later() -> None:
+def test_memory_that_comes_free_goes_to_a_small_run_before_a_large_one_that_asked_earlier() -> None:
+    """Served in the order they asked, the large run would take the freed memory for its whole run and the chat step
+    would wait through it; the small one goes first, and the large one once the rest is free."""
+    memory = [960 * MB]
+    b = under_a_limit(memory)
+    large = b.ask(300 * MB)
+    small = b.ask(60 * MB)  # 960 + 60 > 1000: both wait for memory
+    assert large.ticket is None and small.ticket is None
+    memory[0] = 700 * MB  # 700 + 300 would fit the large one alone
+    b.serve()
+    assert small.ticket is not None and small.ticket.passed and large.ticket is None
+    b.finish(small.ticket)
+    b.serve()
+    assert large.ticket is not None
+
+
+def test_a_large_run_goes_before_a_later_large_one_as_soon_as_it_fits() -> None:
     memory = [900 * MB]
     b = under_a_limit(memory)
     large = b.ask(300 * MB)
