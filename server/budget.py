@@ -12,12 +12,12 @@ admitted until the Result itself is gone (a `weakref.finalize`): while a page dr
 it, while another session still holds one that the cache let go of. One Result per config is alive at a time: a
 session asking for a config another session's run still holds gets that one.
 
-Admission (`Admission`) is fair and sized: runs that wait are served in the order they asked, but a small run (a
-chat model's step, a Real-model reading, up to `SMALL_MB`) that fits now goes ahead of a large one that does not,
-within a bounded share (`PASS_SHARE_MB` of small runs computing past it at once), so that neither starves. A run
-that waits sees a line, updated every second, that names what holds it with the numbers (the process's memory,
-its ceiling under the limit, what the run needs; or the budget) and how long it may still wait; after `WAIT_S` it
-is refused in the same words, and the refusal is logged (`log`) with those numbers.
+Admission (`Admission`) is fair and sized: runs of one size are served in the order they asked, and small runs (a
+chat model's step, a Real-model reading, up to `SMALL_MB`) before large ones, within a bounded share (`PASS_SHARE_MB`
+of small runs computing past a large one at once), so that neither starves. A run that waits sees a line, updated
+every second, that names what holds it with the numbers (the process's memory, its ceiling under the limit, what
+the run needs; or the budget) and how long it may still wait; after `WAIT_S` it is refused in the same words, and
+the refusal is logged (`log`) with those numbers.
 
 The budget (`BUDGET_MB`, or $ATTENTION_LAB_BUDGET_MB) is what the measurements left (README, "Memory"): the
 server idles at 250-550 MB, and every page's heaviest link computes at most one Result of up to ~175 MB at a
