@@ -2,7 +2,8 @@
 server held to Community Cloud's 690 MiB by a real kernel limit; then a second round once the first has expired.
 
     python benchmarks/soak.py [--sessions 30] [--rounds 2] [--at-once 3] [--ttl 120] [--limit-mib 690]
-                              [--pages self_attention position ...] [--matrices omega ...] [--json FILE]
+                              [--pages self_attention position ...] [--matrices omega ...] [--companions]
+                              [--json FILE]
 
 The pages are dashboard.PAGES (a page added there is soaked too), each opened at its heaviest link: `HEAVIEST`
 below, the largest sizes its controls allow (512 tokens, 16 heads, d_model, d_k and d_v 256, and the page's own
@@ -25,7 +26,16 @@ cgroup's own peak, page cache included).
 
 Passes (exit 0) when the server was never killed, its sampled anonymous peak stays under --limit-mb (690), the
 second round adds less than --growth-mb (50) to what the first left, the probe's p95 stays under --p95-ms (1000)
-and no visit failed. Anonymous memory is what the process alone holds; its resident figure also counts the pages
+and no visit failed.
+
+--companions adds two steady visitors for the whole of the rounds, each a fresh session a cycle: one generates 8
+tokens on the chat model after a short prompt of its own (a prompt run and 8 model steps, each a small run of
+44-55 MB), the other opens the Real model page on a sentence of its own. The server logs every admission
+(ATTENTION_LAB_LOG_LEVEL=DEBUG: "admission: admitted 55.0 MB (small) after 0.00 s"), and the report gives the
+admission waits by run size (median, p95, longest), the refusals, and the companions' page loads; with it the
+soak passes only with no refusal and every small run admitted within --small-wait-s (10).
+
+Anonymous memory is what the process alone holds; its resident figure also counts the pages
 of torch's and the other libraries' files, shared with every Python process on the machine (and charged to the
 cgroup of whichever process read them first), which the kernel drops and reads again rather than kill. A
 benchmark, not a test: loopback only, numbers depend on the machine.
@@ -37,6 +47,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -44,7 +55,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +108,8 @@ SAMPLE_S = 0.1
 PROBE_PAUSE_S = 0.2
 VISIT_TIMEOUT_S = 180.0  # one message of a visit's run: a run may wait for the server's memory budget first
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
+SMALL_WAIT_S = 10.0  # with --companions: every small run admitted within this
+COMPANION_PAUSE_S = 1.0
 
 
 def pages() -> list[str]:
@@ -173,7 +186,8 @@ def start_server(port: int, log: Path, ttl: int, group: Cgroup | None) -> subpro
            "--browser.gatherUsageStats", "false", "--server.disconnectedSessionTTL", str(ttl)]  # fmt: skip
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out,
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTENTION_LAB_LOG_LEVEL": "DEBUG"}  # every admission logged
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, preexec_fn=group.join if group else None)  # fmt: skip
     deadline = time.monotonic() + live_server.HEALTH_TIMEOUT_S
     while live_server.health(f"http://{live_server.LOOPBACK}:{port}") != "ok":
@@ -356,6 +370,77 @@ def visit(port: int, page: str, query: str, matrices: Sequence[str] = ()) -> Vis
     return v
 
 
+class Companion(threading.Thread):
+    """A steady visitor beside the crowd: a fresh session on `page` every cycle (query(i) its link), until stopped;
+    (start, seconds) of each load, and what its pages said about memory."""
+
+    def __init__(self, port: int, name: str, page: str, query: Callable[[int], str]) -> None:
+        super().__init__(daemon=True)
+        self.port, self.name, self.page, self.query = port, name, page, query
+        self.loads: list[tuple[float, float]] = []
+        self.notes: list[str] = []
+        self.failures: list[str] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopped.is_set():
+            i += 1
+            start = time.monotonic()
+            try:
+                client = load_test.WsClient(self.port, query=self.query(i), page=self.page)
+                client.ws.settimeout(VISIT_TIMEOUT_S)
+                try:
+                    seconds, shown = client.rerun()
+                finally:
+                    client.ws.close()
+                self.loads.append((start, seconds))
+                self.notes += [t for t in shown["text"] if any(w in t.lower() for w in ("memory", "try again"))]
+                if shown["exception"]:
+                    self.failures.append(f"{self.name}: the page showed an error: {shown['text'][:2]}")
+            except Exception as exc:  # a lost connection, a timeout
+                self.failures.append(f"{self.name}: {type(exc).__name__}: {exc}")
+            self.stopped.wait(COMPANION_PAUSE_S)
+
+
+def companions(port: int) -> list[Companion]:
+    """The chat visitor generating tokens after a prompt of its own, and the Real model visitor on a sentence of
+    its own, a new one each cycle (so each cycle runs the model, not a kept run)."""
+    chat = lambda i: urllib.parse.urlencode(  # noqa: E731
+        {"chat_prompt": f"Visitor {i} asks: the cat sat on the mat because it", "chat_generate": "8"}
+    )
+    real = lambda i: urllib.parse.urlencode(  # noqa: E731
+        {"sentence": f"The animal did not cross the street because it was tired, said visitor {i}."}
+    )
+    return [Companion(port, "chat", "chat_model", chat), Companion(port, "real model", "real_model", real)]
+
+
+ADMITTED = re.compile(r"admission: admitted ([\d.]+) MB \((small|large)\) after ([\d.]+) s")
+REFUSED = re.compile(r"admission: refused ([\d.]+) MB after ([\d.]+) s")
+
+
+def admissions(log: Path) -> dict[str, Any]:
+    """The admission waits by run size from the server's log (median, p95, longest, in s), and its refusals."""
+    waits: dict[str, list[float]] = {"small": [], "large": []}
+    refused: list[str] = []
+    for line in log.read_text(errors="replace").splitlines():
+        if m := ADMITTED.search(line):
+            waits[m[2]].append(float(m[3]))
+        elif REFUSED.search(line):
+            refused.append(line.split("admission: ", 1)[1][:400])
+    out: dict[str, Any] = {}
+    for size, values in waits.items():
+        out[size] = {
+            "runs": len(values),
+            "waited": sum(v > 0 for v in values),
+            "median_s": round(statistics.median(values), 2) if values else None,
+            "p95_s": round(load_test.percentile(values, 0.95), 2) if values else None,
+            "longest_s": round(max(values), 2) if values else None,
+        }
+    out["refused"] = refused
+    return out
+
+
 def reap(port: int) -> None:
     """Let Streamlit drop expired sessions: it does so when it stores another (a session leaving)."""
     client = load_test.WsClient(port, query="seed=2")
@@ -373,11 +458,16 @@ def soak(args: argparse.Namespace) -> dict:
     memory: dict[str, float] = {"server started": sampler.settled(0.5)}
     visits: list[list[Visit]] = []
     probe = None
+    steady: list[Companion] = []
     names = args.pages or pages()
     try:
         probe = Probe(port)  # imports torch, pandas and the rest: the first run
         memory["one light session"] = sampler.settled()
         probe.start()
+        if args.companions:
+            steady = companions(port)
+            for c in steady:
+                c.start()
         for r in range(args.rounds):
             sampler.phase = f"round {r + 1}"
             plan = [(names[i % len(names)], r * args.sessions + i + 1) for i in range(args.sessions)]
@@ -396,6 +486,9 @@ def soak(args: argparse.Namespace) -> dict:
             if server.poll() is not None:
                 break
             sampler.phase = f"after round {r + 1}"
+            if r == args.rounds - 1:  # the companions stay while the crowd is there, not through the last wait
+                for c in steady:
+                    c.stopped.set()
             memory[f"round {r + 1} just ended"] = sampler.settled(1.0)  # the last --ttl seconds' sessions held
             time.sleep(args.ttl + 2)  # every session of the round has expired, but Streamlit still holds them
             memory[f"after round {r + 1}, expired"] = sampler.settled(3.0)
@@ -405,6 +498,9 @@ def soak(args: argparse.Namespace) -> dict:
         if probe is not None:
             probe.stopped.set()
             probe.join(timeout=60)
+        for c in steady:
+            c.stopped.set()
+            c.join(timeout=VISIT_TIMEOUT_S)
         sampler.stopped.set()
         sampler.join()
         exit_code = server.poll()
@@ -421,7 +517,25 @@ def soak(args: argparse.Namespace) -> dict:
         time.sleep(0.5)
         if group:
             group.remove()
-    return summary(args, memory, sampler, visits, probe, exit_code, cgroup, why_not)
+    result = summary(args, memory, sampler, visits, probe, exit_code, cgroup, why_not)
+    result["admission"] = admissions(Path(args.log))
+    refusals = len(result["admission"]["refused"])
+    if args.companions:
+        result["companions"] = {
+            c.name: {
+                "loads": len(c.loads),
+                "median_s": round(statistics.median([s for _, s in c.loads]), 2) if c.loads else None,
+                "longest_s": round(max(s for _, s in c.loads), 2) if c.loads else None,
+                "notes": sorted(set(c.notes))[:3],
+                "failures": c.failures[:5],
+            }
+            for c in steady
+        }
+        small = result["admission"]["small"]["longest_s"]
+        result["failures"] += [f for c in steady for f in c.failures]
+        result["ok"] = result["ok"] and not refusals and (small is None or small < args.small_wait_s)
+        result["ok"] = result["ok"] and not any(c.failures for c in steady)
+    return result
 
 
 def summary(args: argparse.Namespace, memory: dict, sampler: Sampler, visits: list[list[Visit]], probe,
@@ -502,6 +616,17 @@ def report(r: dict) -> None:
     for note in r["notes"]:
         print(f"  note: {note[:200]}")
     print(f"probe reruns (ms): {r['probe_ms']} of {r['probe_reruns']}; during visits: {r['probe_ms_during_visits']}")
+    a = r["admission"]
+    for size in ("small", "large"):
+        w = a[size]
+        print(f"admission, {size} runs: {w['runs']} ({w['waited']} waited); wait median {w['median_s']} s, p95 "
+              f"{w['p95_s']} s, longest {w['longest_s']} s")  # fmt: skip
+    print(f"refusals: {len(a['refused'])}")
+    for line in a["refused"][:5]:
+        print("  " + line)
+    for name, c in r.get("companions", {}).items():
+        print(f"companion {name}: {c['loads']} page loads, median {c['median_s']} s, longest {c['longest_s']} s; "
+              f"notes {c['notes']}")  # fmt: skip
     print(f"failures: {len(r['failures'])}")
     for failure in r["failures"]:
         print("  " + failure)
@@ -518,6 +643,10 @@ def main() -> None:
     parser.add_argument("--pages", nargs="*", default=(), help="these pages' URL paths (default: every page)")
     parser.add_argument(
         "--matrices", nargs="*", default=(), help="the matrix picker's other choices to download too (default none)"
+    )
+    parser.add_argument("--companions", action="store_true", help="a chat visitor and a Real model visitor throughout")
+    parser.add_argument(
+        "--small-wait-s", type=float, default=SMALL_WAIT_S, help="with --companions: small runs admitted within this"
     )
     parser.add_argument("--limit-mib", type=int, default=LIMIT_MIB, help="the cgroup's memory limit (default 690)")
     parser.add_argument("--no-cgroup", action="store_true", help="run the server without a memory limit")

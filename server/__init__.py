@@ -18,6 +18,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import logging
+import os
 import threading
 import time
 
@@ -54,11 +56,25 @@ def _trim_heaps(every_s: float = 5.0) -> None:
     threading.Thread(target=loop, name="malloc-trim", daemon=True).start()
 
 
+def _log_to_stderr() -> None:
+    """The server's own log lines (an admission refused, with its numbers: server/budget.py) on stderr beside
+    Streamlit's, at $ATTENTION_LAB_LOG_LEVEL (INFO: every wait; DEBUG: every admission), unless the process has
+    set up logging itself."""
+    logger = logging.getLogger("server")
+    if logger.handlers or logging.root.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(os.environ.get("ATTENTION_LAB_LOG_LEVEL", "INFO").upper())
+
+
 @functools.cache  # once a process: the warm-up thread and the first script run may both call it
 def start() -> None:
-    """The process's background work, once: large blocks handed back when freed, the heaps trimmed every few
-    seconds, what the imports built frozen out of the garbage collector, and pandas/altair warmed after the first
-    page (server/warmup.py)."""
+    """The process's background work, once: its log lines on stderr, large blocks handed back when freed, the heaps
+    trimmed every few seconds, what the imports built frozen out of the garbage collector, and pandas/altair warmed
+    after the first page (server/warmup.py)."""
+    _log_to_stderr()
     _return_freed_memory()
     _trim_heaps()
     # Streamlit runs gc.collect(2) after every script run (runner.postScriptGC). With torch, pandas and Altair

@@ -78,11 +78,8 @@ def head_or_warn(ids: tuple[int, ...], layer: int, head: int) -> Result | None:
     rest of the page still draws)."""
     try:
         return head_result(ids, layer, head)
-    except budget.Refused:
-        st.warning(
-            f"Layer {layer}, head {head} cannot be shown right now: other visitors' runs are using the memory this "
-            "server shares between everyone. Try again in a moment, or pick another head."
-        )
+    except budget.Refused as exc:
+        st.warning(f"Layer {layer}, head {head} cannot be shown right now: {exc}; or pick another head.")
         return None
 
 

@@ -175,9 +175,9 @@ def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[
     (`attention.basics.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
     run, is gone. A refusal is explained (naming `what`) and the page stopped."""
     try:
-        budget.admit(nbytes)
+        ticket = budget.admit(nbytes)
     except ValueError as exc:
         st.error(f"{what} cannot be computed: {exc}")
         finish()
         st.stop()
-    return budget.admitted(nbytes, make, holder=holder, admitted_already=True)
+    return budget.admitted(nbytes, make, holder=holder, ticket=ticket)

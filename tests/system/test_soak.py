@@ -41,7 +41,7 @@ def test_heavy_visitors_three_at_a_time_under_a_real_690_mib_limit(tmp_path: Pat
     args = argparse.Namespace(
         sessions=3, rounds=2, at_once=3, ttl=15, pages=PAGES, matrices=(), limit_mib=soak.LIMIT_MIB,
         no_cgroup=False, log=str(tmp_path / "server.log"), limit_mb=soak.LIMIT_MB, growth_mb=soak.GROWTH_MB,
-        p95_ms=soak.P95_MS,
+        p95_ms=soak.P95_MS, companions=False, small_wait_s=soak.SMALL_WAIT_S,
     )  # fmt: skip
     result = soak.soak(args)
     assert result["cgroup"]["limit_bytes"] == 690 << 20

@@ -1,12 +1,13 @@
 """The memory budget: a run's size known from its Config (attention/basics/budget.py), measured against the real
-tensors, and the server-wide admission (server/budget.py): bytes held while a Result lives, first come first served,
-waiting and refusing; the pages that need several results hold one at a time (run here under a budget that fits
-one).
+tensors, and the server-wide admission (server/budget.py): bytes held while a Result lives, waiting and refusing
+(the order of admission: tests/unit/server/test_admission.py); the pages that need several results hold one at a
+time (run here under a budget that fits one).
 """
 
 from __future__ import annotations
 
 import gc
+import re
 import threading
 import time
 
@@ -22,7 +23,7 @@ import ui.training  # noqa: F401  (imports server.training, which registers its 
 from attention import Config, compute
 from attention.basics import budget
 from attention.lessons import compare, pitfalls
-from server.budget import ByteBudget, Refused
+from server.budget import Admission, Refused
 
 WORDS = " ".join(f"w{i}" for i in range(1, 161))
 
@@ -103,7 +104,7 @@ def test_one_head_is_the_results_head_and_diff_reads_it() -> None:
 
 
 def test_bytes_are_taken_and_given_back() -> None:
-    b = ByteBudget(100)
+    b = Admission(100)
     assert b.try_acquire(60) and not b.try_acquire(50)
     assert not b.acquire(50, timeout=0.05)
     b.release(60)
@@ -112,30 +113,8 @@ def test_bytes_are_taken_and_given_back() -> None:
         b.acquire(101, timeout=1)
 
 
-def test_requests_are_served_in_the_order_they_came() -> None:
-    b = ByteBudget(100)
-    assert b.try_acquire(100)
-    order: list[str] = []
-
-    def ask(name: str, n: int) -> None:
-        assert b.acquire(n, timeout=10)
-        order.append(name)
-
-    big = threading.Thread(target=ask, args=("big", 90))
-    big.start()
-    time.sleep(0.1)
-    small = threading.Thread(target=ask, args=("small", 5))
-    small.start()
-    time.sleep(0.1)
-    assert not b.try_acquire(1)  # someone is waiting: no one jumps the queue
-    b.release(100)
-    big.join(5)
-    small.join(5)
-    assert order == ["big", "small"]  # the small one fitted all along, and still waited its turn
-
-
 def test_held_bytes_return_when_the_object_is_gone() -> None:
-    b = ByteBudget(100)
+    b = Admission(100)
 
     class Held:
         pass
@@ -150,7 +129,7 @@ def test_held_bytes_return_when_the_object_is_gone() -> None:
 
 
 def test_evict_is_asked_once_and_what_it_frees_is_used() -> None:
-    b = ByteBudget(100)
+    b = Admission(100)
 
     class Cached:
         pass
@@ -169,7 +148,7 @@ def test_evict_is_asked_once_and_what_it_frees_is_used() -> None:
 
 
 def test_give_up_ends_the_wait() -> None:
-    b = ByteBudget(10)
+    b = Admission(10)
     assert b.try_acquire(10)
     start = time.monotonic()
     assert not b.acquire(5, timeout=30, give_up=lambda: time.monotonic() - start > 0.3)
@@ -180,9 +159,10 @@ def test_under_a_ceiling_a_run_waits_for_the_real_memory_to_go_down() -> None:
     """The kernel's count (anonymous memory) decides too: a run that fits the byte budget but would take the process
     past its ceiling waits, and goes in once memory drops (memory is read again while it waits)."""
     memory = [900]
-    b = ByteBudget(1000, ceiling=1000, memory=lambda: memory[0])
-    assert b.try_acquire(100)  # 900 + 100 fits
-    b.release(100)
+    b = Admission(1000, ceiling=1000, memory=lambda: memory[0])
+    first = b.try_acquire(100)  # 900 + 100 fits
+    assert first
+    b.finish(first)
     assert not b.try_acquire(150)  # within the budget, past the ceiling
     threading.Timer(0.3, lambda: memory.__setitem__(0, 700)).start()
     start = time.monotonic()
@@ -190,29 +170,13 @@ def test_under_a_ceiling_a_run_waits_for_the_real_memory_to_go_down() -> None:
     assert 0.2 < time.monotonic() - start < 5
 
 
-def test_a_run_alone_may_come_closer_to_the_limit_than_one_beside_others() -> None:
-    """The only large run in flight gets the smaller reserve (alone_ceiling); one beside it, the larger."""
-    held = []  # the process's memory: 500 at rest, and what the admitted runs hold
-    b = ByteBudget(1000, ceiling=800, memory=lambda: 500 + sum(held), alone_ceiling=950)
-    assert b.try_acquire(400)  # 500 + 400 = 900: under 950, alone
-    held.append(400)
-    assert not b.try_acquire(50)  # beside it: 900 + 50 over 800
-    b.release(400)
-    held.clear()
-    assert b.try_acquire(250)  # alone again: 750 under 950
-    held.append(250)
-    assert not b.try_acquire(100)  # beside it: 850 over 800
-    assert b.try_acquire(50)  # 800: just under
-
-
 def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
     limit = tmp_path / "memory.limit_in_bytes"
     limit.write_text("723517440\n")  # 690 MiB
     assert server_budget.memory_limit([str(tmp_path / "missing"), str(limit)]) == 723517440
-    assert server_budget.ceiling_for(723517440) == int(0.8 * 723517440)
+    assert server_budget.ceiling_for(723517440) == int(0.94 * 723517440)
     assert server_budget.ceiling_for(723517440, "100") == 723517440 - 100 * server_budget.MB
     assert server_budget.ceiling_for(None) is None  # a laptop: the byte budget alone
-    assert server_budget.ceiling_for(723517440, fraction=server_budget.ALONE_RESERVE_FRACTION) == int(0.94 * 723517440)
     status = tmp_path / "status"
     status.write_text("VmRSS:\t  500000 kB\nRssAnon:\t  300000 kB\nRssFile:\t  200000 kB\n")
     assert server_budget.anonymous_bytes(str(status)) == 300000 * 1024
@@ -223,7 +187,7 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
     go of what the model pages keep, and they of its."""
     names = {f.__module__ + "." + f.__qualname__ for f in server_budget.SERVER.evictors}
     assert {"ui.model._free_cached", "ui.chat._free_cached", "server.training._let_go"} <= names
-    fresh = ByteBudget(100)
+    fresh = Admission(100)
     monkeypatch.setattr(server_budget, "SERVER", fresh)
 
     class Kept:
@@ -243,7 +207,7 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
     """A fresh server budget of 200 MB and empty result caches, so that the counts below are this test's."""
-    fresh = ByteBudget(200 * server_budget.MB)
+    fresh = Admission(200 * server_budget.MB)
     fresh.evictors = list(server_budget.SERVER.evictors)
     monkeypatch.setattr(server_budget, "SERVER", fresh)
     ui.results._cached_large.clear()
@@ -253,7 +217,7 @@ def server(monkeypatch: pytest.MonkeyPatch):
     gc.collect()
 
 
-def test_a_large_result_holds_its_bytes_while_anything_holds_it(server: ByteBudget) -> None:
+def test_a_large_result_holds_its_bytes_while_anything_holds_it(server: Admission) -> None:
     config = Config(sentence=WORDS, heads=4, seed=7)
     assert budget.result_bytes(config) > ui.results.SMALL_RESULT_BYTES
     result = ui.compute(config)
@@ -268,7 +232,7 @@ def test_a_large_result_holds_its_bytes_while_anything_holds_it(server: ByteBudg
     assert server.used == 0
 
 
-def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: ByteBudget, monkeypatch) -> None:
+def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: Admission, monkeypatch) -> None:
     monkeypatch.setattr(server_budget, "WAIT_S", 0.3)
     assert server.try_acquire(server.capacity - 10**6)  # another visitor's run holds all but 1 MB
     with pytest.raises(Refused, match="try again in a moment, or a smaller size"):
@@ -277,12 +241,12 @@ def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: Byte
 
 
 def test_a_run_larger_than_the_budget_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_budget, "SERVER", ByteBudget(10**6))
+    monkeypatch.setattr(server_budget, "SERVER", Admission(10**6))
     with pytest.raises(Refused, match="more than the 1 MB this server gives"):
         ui.compute(Config(sentence=WORDS, heads=4, seed=9))
 
 
-def test_a_waiting_run_takes_the_result_another_session_made(server: ByteBudget) -> None:
+def test_a_waiting_run_takes_the_result_another_session_made(server: Admission) -> None:
     config = Config(sentence=WORDS, heads=4, seed=10)
     assert server.try_acquire(server.capacity)  # full: the run below waits
     got: list = []
@@ -302,12 +266,12 @@ def test_a_waiting_run_takes_the_result_another_session_made(server: ByteBudget)
 PAGE_SIZES = {"sentence": WORDS, "heads": "4", "d_model": "64", "d_k": "64", "d_v": "64"}
 
 
-def one_result_budget(*configs: Config) -> ByteBudget:
+def one_result_budget(*configs: Config) -> Admission:
     """A budget that admits the largest of these computations, and never two of their Results at once."""
     need = max(budget.compute_bytes(c) for c in configs)
     smallest = min(budget.result_bytes(c) for c in configs)
     assert need < 2 * smallest  # so the budget below cannot hold two Results
-    one = ByteBudget(need + smallest // 2)
+    one = Admission(need + smallest // 2)
     one.evictors = list(server_budget.SERVER.evictors)  # the caches let go of their Results when a run needs the room
     return one
 
@@ -332,10 +296,28 @@ def test_pages_that_draw_several_results_hold_one_at_a_time(page, params, varian
 
 
 def test_a_page_refused_by_the_budget_says_why_and_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_budget, "SERVER", ByteBudget(10**6))
+    monkeypatch.setattr(server_budget, "SERVER", Admission(10**6))
     at = chart_reader.open_page("position", sentence=WORDS, heads="4", d_model="64", d_k="64", d_v="64")
     errors = [e.value for e in at.error]
     assert errors and "more than the 1 MB this server gives" in errors[0] and "fewer tokens" in errors[0]
+
+
+def test_a_page_refused_by_the_memory_ceiling_names_it_with_its_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a 690 MiB limit, with the process above what its ceiling leaves for the run, the page's own sentence
+    names the ceiling, what the process holds and what the run needs, never "other visitors' large runs"."""
+    limited = Admission(200 * server_budget.MB, ceiling=578 * server_budget.MB, memory=lambda: 577 * server_budget.MB,
+                        limit=690 * 2**20)  # fmt: skip
+    monkeypatch.setattr(server_budget, "SERVER", limited)
+    monkeypatch.setattr(server_budget, "WAIT_S", 0.5)
+    ui.results._cached_large.clear()
+    at = chart_reader.open_page("position", **PAGE_SIZES)
+    errors = [e.value for e in at.error]
+    assert errors, [w.value for w in at.warning]
+    assert "cannot be computed: the server process holds 577 MB" in errors[0]
+    assert "up to 578 MB (its 690 MiB limit less a reserve" in errors[0]
+    assert re.search(r"this run needs \d+ MB, which would pass that by \d+ MB", errors[0])
+    assert "It waited 0 s: try again in a moment" in errors[0]
+    assert "other visitors' large runs" not in errors[0] and limited.used == 0
 
 
 def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -376,7 +358,7 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
     assert server_budget.SERVER.used == 0
 
 
-def test_the_pitfalls_fit_their_estimate_and_hold_what_they_keep(server: ByteBudget) -> None:
+def test_the_pitfalls_fit_their_estimate_and_hold_what_they_keep(server: Admission) -> None:
     config = Config(sentence=words(64), heads=4, d_model=64, d_k=64, d_v=64, mask="causal")
     need = pitfalls.pitfalls_bytes(config)
     versions = ui.results.run_or_stop("The pitfalls", need, lambda: pitfalls.pitfalls(config), holder=lambda v: v[0])
