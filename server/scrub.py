@@ -36,9 +36,9 @@ class _Entry:
 
 
 class ScrubCache:
-    """A least-recently-used cache bounded by bytes whose entries hold their bytes of a `budget.ByteBudget`."""
+    """A least-recently-used cache bounded by bytes whose entries hold their bytes of a `budget.Admission`."""
 
-    def __init__(self, capacity: int = SCRUB_BYTES, server: budget.ByteBudget | None = None) -> None:
+    def __init__(self, capacity: int = SCRUB_BYTES, server: budget.Admission | None = None) -> None:
         self.capacity = capacity
         self.server = server or budget.SERVER
         self.used = 0
@@ -71,11 +71,14 @@ class ScrubCache:
                 return self._entries[key].value
             while self._entries and self.used + n > self.capacity:
                 self._drop(next(iter(self._entries)))
-            if not self.server.try_acquire(n):  # the budget is short: every entry goes, then one more try
+            ticket = self.server.try_acquire(n)
+            if ticket is None:  # the budget is short: every entry goes, then one more try
                 for k in list(self._entries):
                     self._drop(k)
-                if not self.server.try_acquire(n):
+                ticket = self.server.try_acquire(n)
+                if ticket is None:
                     return value
+            self.server.finish(ticket, keep=n)  # nothing left to compute: the bytes are held until _drop
             self._entries[key] = _Entry(value, n, {session} if session is not None else set())
             self.used += n
         return value

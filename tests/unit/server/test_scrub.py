@@ -18,7 +18,7 @@ def tensor(kb: int) -> torch.Tensor:
 
 
 def test_the_cache_holds_at_most_its_capacity_and_its_bytes_of_the_budget() -> None:
-    server = budget.ByteBudget(10_000_000)
+    server = budget.Admission(10_000_000)
     cache = ScrubCache(capacity=100_000, server=server)
     for i in range(50):  # 50 entries of 10 kB into 100 kB: the oldest go
         cache.get(i, lambda: tensor(10), "a")
@@ -32,7 +32,7 @@ def test_the_cache_holds_at_most_its_capacity_and_its_bytes_of_the_budget() -> N
 
 
 def test_an_entry_the_budget_has_no_room_for_is_drawn_but_not_kept() -> None:
-    server = budget.ByteBudget(50_000)
+    server = budget.Admission(50_000)
     cache = ScrubCache(capacity=1_000_000, server=server)
     assert server.try_acquire(45_000)  # another visitor's large run holds most of the budget
     value = cache.get("k", lambda: tensor(10), "a")
@@ -42,7 +42,7 @@ def test_an_entry_the_budget_has_no_room_for_is_drawn_but_not_kept() -> None:
 
 
 def test_what_only_the_visitors_who_left_drew_goes_with_them() -> None:
-    server = budget.ByteBudget(10_000_000)
+    server = budget.Admission(10_000_000)
     cache = ScrubCache(capacity=1_000_000, server=server)
     cache.get("a's", lambda: tensor(10), "a")
     cache.get("shared", lambda: tensor(10), "a")
