@@ -40,7 +40,7 @@ training.follow(settings)
 service = training.service()
 service.warm()  # the worker processes start while the visitor reads: Play then trains at once
 training.clicker(training.shown_run(settings))  # a presenter's PageDown/PageUp: the next snapshot, or back
-training.buttons(settings, st)
+no_room = training.buttons(settings, st)  # why Play is off, when it is
 
 chance, name = tiny.CHANCE, settings.score_name
 half = "the repeated half" if settings.task == "induction" else "the answers"
@@ -54,7 +54,10 @@ def live() -> None:
     job = training.shown_run(settings)
     if job is None:
         st.info(
-            f"Press **Play** to train this setting: {settings.steps} steps of batches of {settings.batch}, "
+            f"This setting ({settings.steps} steps of batches of {settings.batch}, {settings.parameters:,} weights) "
+            "trains once the server has room to keep its run: Play comes back on by itself."
+            if no_room
+            else f"Press **Play** to train this setting: {settings.steps} steps of batches of {settings.batch}, "
             f"{settings.parameters:,} weights. A run already trained on this server starts at once."
         )
         training.curves(tiny.Run(settings, ()))  # empty: Vega's code loads now, not after Play

@@ -361,9 +361,9 @@ def clicker(job: Job | None) -> None:
         ss[SHOWN] = min(max(shown + move, 0), last)
 
 
-def buttons(settings: tiny.Settings, container: Any) -> None:
+def buttons(settings: tiny.Settings, container: Any) -> str | None:
     """Play, Pause, Step, Reset; beside them, before Play, why this setting's run cannot be kept now (Play and Step
-    are then off), or that Play here cancels the visitor's own run of another setting."""
+    are then off: the reason is returned), or that Play here cancels the visitor's own run of another setting."""
     row = container.container(horizontal=True)
     args = (settings.to_dict(),)
     ss = st.session_state
@@ -380,7 +380,7 @@ def buttons(settings: tiny.Settings, container: Any) -> None:
         container.warning(said, icon=":material/memory:")
         if refused:
             _wait_for_room(settings)
-        return
+        return refused
     own = server.own(me)
     if own is not None and own.settings != settings:
         where = "waits in the queue" if own.status == "queued" else f"is at step {own.step} of {own.settings.steps}"
@@ -388,6 +388,7 @@ def buttons(settings: tiny.Settings, container: Any) -> None:
             f"Your run of another setting {where}: Play here cancels it (one run a visitor at a time), unless "
             "another visitor is watching it too."
         )
+    return None
 
 
 ROOM_CHECK_S = 5.0  # a page refused for room looks again this often, and turns Play back on by itself

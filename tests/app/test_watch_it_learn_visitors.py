@@ -93,11 +93,14 @@ def test_three_visitors_keep_their_runs_and_a_fourth_is_told_before_play(service
     assert fourth.button(key="tr:play").disabled and fourth.button(key="tr:step").disabled
     warning = " ".join(w.value for w in fourth.warning)
     assert "This run would keep" in warning and "Play is back when one of them leaves" in warning
+    info = " ".join(i.value for i in fourth.info)  # no "Press Play" under a Play that is off
+    assert "Press **Play**" not in info and "Play comes back on by itself" in info
     assert [j.settings.seed for j in service.kept()] == [1, 2, 3]
     tabs.close("a")  # a's tab closes: a's run may make room now
     service.sweep()
     tabs.rerun("d", fourth)
     assert not fourth.button(key="tr:play").disabled and not fourth.warning
+    assert any("Press **Play**" in i.value for i in fourth.info)
     tabs.press("d", fourth)
     wait(service.get(settings(4)))
     assert [j.settings.seed for j in service.kept()] == [2, 3, 4]
