@@ -185,8 +185,30 @@ def init_state() -> None:
     ss["_touched"] = touched  # set by the link or by the user: a page's own defaults leave these alone
     unknown = [k for k in st.query_params.keys() if k not in PARAMS and k not in RENAMED]
     ss["_url_warnings"] = bad + unknown
+    ss["_url_ignored"] = _ignored_link()
+    if ss["_url_ignored"]:
+        ss["_url_rewrite"] = True  # its keys are still in the address bar: the first `sync_url` writes the URL
     ss["_link"] = {k: st.query_params.get_all(k)[-1] for k in st.query_params.keys()}  # for `read_own_names`
     ss["_state_ready"] = True
+
+
+# What Streamlit reads of a link (streamlit.runtime.state.query_params): a query string with more parameters or
+# characters than this is dropped whole, silently, and the script sees no parameter at all.
+LINK_MAX_FIELDS = 1000
+LINK_MAX_CHARS = 512 * 1024
+
+
+def _ignored_link() -> str | None:
+    """Why Streamlit dropped this session's whole link, in words (None when it read it): the script then saw no
+    parameter, and without this the link's keys stayed in the address bar with no warning (issue 38)."""
+    ctx = get_script_run_ctx()
+    raw = ctx.query_string if ctx is not None else ""
+    if not raw or st.query_params.keys() or not urllib.parse.parse_qs(raw, keep_blank_values=True):
+        return None
+    fields = raw.count("&") + 1
+    if fields > LINK_MAX_FIELDS:
+        return f"it has {fields:,} parameters, and a page reads a link of at most {LINK_MAX_FIELDS:,}"
+    return f"it is {len(raw):,} characters long, and a page reads a link of at most {LINK_MAX_CHARS:,}"
 
 
 def read_own_names(prefix: str) -> None:
@@ -328,8 +350,12 @@ def sync_url(*, final: bool = True) -> None:
         left_out.append(name)
         del wanted[name]
     st.session_state["_url_left_out"] = left_out
-    if dict(st.query_params.to_dict()) != wanted:
-        st.query_params.from_dict(wanted)
+    rewrite = st.session_state.pop("_url_rewrite", False)  # a link Streamlit ignored: its keys are still shown
+    if rewrite or dict(st.query_params.to_dict()) != wanted:
+        if wanted:
+            st.query_params.from_dict(wanted)
+        else:
+            st.query_params.clear()  # from_dict({}) sends nothing when the page already holds no parameter
 
 
 def url_before_figure() -> None:
