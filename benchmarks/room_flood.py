@@ -122,6 +122,10 @@ def open_flood(proxy: str, sockets: int, source: str = FLOOD_ADDRESS, cookie: st
     """`sockets` websockets from `source`, opened `threads` at a time, kept open and answering pings."""
     raise_file_limit(sockets + 1024)
     flood = Flood()
+    # Pings are answered from the first socket on: one left silent is closed by the server within a minute, which
+    # would free its place while the rest are still being opened.
+    flood.thread = threading.Thread(target=answer_pings, args=(flood,), daemon=True)
+    flood.thread.start()
 
     def one(_: int) -> None:
         status, s = upgrade(proxy, source, cookie)
@@ -135,8 +139,6 @@ def open_flood(proxy: str, sockets: int, source: str = FLOOD_ADDRESS, cookie: st
 
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(one, range(sockets)))
-    flood.thread = threading.Thread(target=answer_pings, args=(flood,), daemon=True)
-    flood.thread.start()
     return flood
 
 
@@ -145,12 +147,17 @@ def answer_pings(flood: Flood) -> None:
     are masked), so the server never closes it for silence. Anything else the server sends is read and dropped."""
     selector = selectors.DefaultSelector()
     buffers: dict[socket.socket, bytes] = {}
-    for s in flood.held:
-        s.setblocking(False)
-        selector.register(s, selectors.EVENT_READ)
-        buffers[s] = b""
     while not flood.stop.is_set():
-        for key, _ in selector.select(timeout=0.5):
+        with flood.lock:
+            new = flood.held[len(buffers) :]
+        for s in new:  # held since the last round
+            s.setblocking(False)
+            selector.register(s, selectors.EVENT_READ)
+            buffers[s] = b""
+        if not buffers:
+            time.sleep(0.05)
+            continue
+        for key, _ in selector.select(timeout=0.2):
             s = key.fileobj
             try:
                 data = s.recv(65536)
