@@ -351,7 +351,7 @@ class WsClient:
         t0 = time.perf_counter()
         self.ws.send_binary(msg.SerializeToString())
         shown = {"charts": {}, "latex": [], "exception": 0, "connection": "CONNECTED", "dialog": [],
-                 "downloads": [], "selectboxes": {}, "text": []}  # fmt: skip
+                 "downloads": [], "selectboxes": {}, "buttons": {}, "text": []}  # fmt: skip
         while True:
             data = self.ws.recv()
             if not data:  # a close frame
@@ -387,6 +387,8 @@ class WsClient:
                                                "disabled": b.disabled})  # fmt: skip
                 elif what == "selectbox":
                     shown["selectboxes"][el.selectbox.label] = (el.selectbox.id, list(el.selectbox.options))
+                elif what == "button":  # label: id (a click is a WidgetState with trigger_value)
+                    shown["buttons"][el.button.label] = el.button.id
                 if what in ("markdown", "alert"):
                     shown["text"].append(getattr(el, what).body)
                 elif what == "code":

@@ -68,10 +68,32 @@ sys.path.insert(0, str(ROOT / "tests"))
 import load_test  # noqa: E402  (its websocket client)
 from support import live_server  # noqa: E402  (the tests' way to start the server)
 
+import ui  # noqa: E402  (the dashboard's parameters: what a link accepts)
+from attention.models import tiny  # noqa: E402  (Watch it learn's settings)
+
 WORDS = " ".join(f"w{i}" for i in range(1, 513))  # 512 distinct tokens: the most the pages allow
 HEAVY = {"sentence": WORDS, "heads": "16", "d_model": "256", "d_k": "256", "d_v": "256"}
+
+
+def heaviest_training() -> dict[str, str]:
+    """Watch it learn's largest run that the page accepts: every size at the top of its control's range, and the
+    most snapshots a run may keep (the smallest `every` that tiny.Settings accepts: MAX_RUN_BYTES, MAX_SNAPSHOTS).
+    Derived from the declarations, so it stays the heaviest (and accepted) when a range changes."""
+    prefix = ui.state.TRAIN_PREFIX
+    top = {n: int(ui.PARAMS[prefix + n].hi) for n in ("layers", "heads", "d_model", "batch", "steps")}
+    every = ui.PARAMS[prefix + "every"]
+    for n in range(int(every.lo), int(every.hi) + 1):
+        try:
+            tiny.Settings(**top, every=n)
+        except ValueError:
+            continue
+        return {prefix + name: str(v) for name, v in {**top, "every": n}.items()}
+    raise ValueError(f"no snapshot interval makes {top} a run the page accepts")
+
+
 # Each page's heaviest link (URL parameters); a page not listed opens its plain URL. "{visitor}" in a value is
-# the visitor's number: the Real model page gets a sentence of its own per visitor (a model run of its own).
+# the visitor's number, at the start of a text, before any cut: the Real model and chat pages get a text, and
+# Watch it learn a seed, of their own per visitor (a model run of its own, as different people would).
 HEAVIEST: dict[str, dict[str, str]] = {
     "self_attention": HEAVY,
     "masks": {**HEAVY, "mask": "causal", "dropout": "0.5"},  # six (h, T, T) matrices: the most of any page
@@ -83,23 +105,22 @@ HEAVIEST: dict[str, dict[str, str]] = {
     "pitfalls": HEAVY,
     "mask_editor": HEAVY,
     "soft_lookup": HEAVY,
-    "real_model": {"sentence": " ".join(f"word{j}" for j in range(400)) + " visitor {visitor}"},  # cut to 510
+    "real_model": {"sentence": "visitor {visitor} " + " ".join(f"word{j}" for j in range(400))},  # cut to 510
     "grouped_query": HEAVY,
     "kv_cache": {**HEAVY, "decode_step": "511"},
     "flash_attention": {**HEAVY, "block_size": "1"},
     # the chat model's prompt cut to the page's token limit; a visitor's own prompt is a run of its own
-    "chat_model": {"chat_prompt": " ".join(f"word{j}" for j in range(400)) + " visitor {visitor}"},
+    "chat_model": {"chat_prompt": "visitor {visitor} " + " ".join(f"word{j}" for j in range(400))},
     # the largest model and the most snapshot weights a run may keep (attention.models.tiny.MAX_RUN_BYTES)
-    "watch_it_learn": {
-        "train_layers": "3",
-        "train_heads": "4",
-        "train_d_model": "128",
-        "train_batch": "256",
-        "train_steps": "5000",
-        "train_every": "90",
-        "train_seed": "{visitor}",
-    },
+    "watch_it_learn": {**heaviest_training(), "train_seed": "{visitor}"},
 }
+# The button a visitor presses on a page, once it has loaded (Watch it learn trains only after Play), and how long
+# the visitor then watches: until the page draws the run's first snapshot, at most this many seconds.
+PRESS: dict[str, str] = {"watch_it_learn": "Play"}
+WATCH_S = 60.0
+WATCH_TICK_S = 1.0
+# What a page says when its link holds a value it refused (ui.widgets.show_url_warnings)
+REFUSED_WORDS = ("reset to defaults", "This link was not read")
 LIMIT_MIB = 690  # Streamlit Community Cloud's memory for the whole app, every visitor together
 LIMIT_MB = 690.0  # the sampled peak must stay under this many MB (10^6 bytes): the stricter reading
 GROWTH_MB = 50.0
@@ -310,6 +331,8 @@ class Visit:
     exports: list[Export] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the page said about its downloads or its memory
     failures: list[str] = field(default_factory=list)
+    pressed: str = ""  # the button pressed (PRESS)
+    watched: str = ""  # what the page showed of the run it started, when the visitor left
 
 
 def download(client: load_test.WsClient, button: dict) -> Export:
@@ -340,7 +363,16 @@ def visit(port: int, page: str, query: str, matrices: Sequence[str] = ()) -> Vis
         client = load_test.WsClient(port, query=query, page=page)
         client.ws.settimeout(VISIT_TIMEOUT_S)
         v.load_s, shown = client.rerun()
+        if not shown["text"] and not shown["charts"]:  # the frame's own rerun (ui.ensure_frame): the page comes next
+            seconds, shown = client.rerun()
+            v.load_s += seconds
+        refused = [t for t in shown["text"] if any(w in t for w in REFUSED_WORDS)]
+        if refused:
+            v.failures.append(f"{page}: the page refused its link: {refused[0][:200]}")
         runs = [shown]
+        if page in PRESS:
+            shown = press(client, PRESS[page], shown, v)
+            runs.append(shown)
         if "seed" in client.sliders:
             seed = int(dict(urllib.parse.parse_qsl(query)).get("seed", 123))
             v.slider_s, shown = client.rerun({"seed": seed + 1})
@@ -439,6 +471,31 @@ def admissions(log: Path) -> dict[str, Any]:
         }
     out["refused"] = refused
     return out
+
+
+def press(client: load_test.WsClient, label: str, shown: dict, v: Visit) -> dict:
+    """Press the page's button `label` as a click does, then watch as an open tab does (a rerun every
+    WATCH_TICK_S, what the page's live view redraws) until the page draws a snapshot of the run ("**Step N**"), at
+    most WATCH_S seconds. What the page last showed."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    if label not in shown["buttons"]:
+        v.failures.append(f"{v.page}: no {label} button to press")
+        return shown
+    v.pressed = label
+    seconds, shown = client.rerun(states=[WidgetState(id=shown["buttons"][label], trigger_value=True)])
+    v.reruns_s.append(seconds)
+    end = time.monotonic() + WATCH_S
+    while not (step := next((t for t in shown["text"] if t.startswith("**Step ")), None)):
+        if shown["exception"] or time.monotonic() > end:
+            break
+        time.sleep(WATCH_TICK_S)
+        seconds, shown = client.rerun()
+        v.reruns_s.append(seconds)
+    v.watched = (step or "no snapshot drawn").split(":")[0].strip("*")
+    if not step:
+        v.failures.append(f"{v.page}: pressed {label}, and no snapshot of the run was drawn in {WATCH_S:g} s")
+    return shown
 
 
 def reap(port: int) -> None:
@@ -560,6 +617,8 @@ def summary(args: argparse.Namespace, memory: dict, sampler: Sampler, visits: li
         s["visits"] += 1
         s["load_s"].append(round(v.load_s, 2))
         s["downloads"] += sum(e.status == "ok" for e in v.exports)
+        if v.pressed:
+            s.setdefault("pressed", []).append(f"{v.pressed}: {v.watched}")
     growth = None
     if "after round 2, dropped" in memory:  # the larger of the two: with the expired sessions held, and dropped
         growth = max(memory[f"after round 2, {w}"] - memory[f"after round 1, {w}"] for w in ("expired", "dropped"))
@@ -610,7 +669,8 @@ def report(r: dict) -> None:
     print("memory: " + ", ".join(f"{k}: {v}" for k, v in r["memory_mb"].items()))
     print(f"second round added {r['second_round_growth_mb']} MB")
     for page, s in r["by_page"].items():
-        print(f"  {page}: {s['visits']} visits, load {s['load_s']} s, {s['downloads']} downloads")
+        pressed = f"; {s['pressed']}" if s.get("pressed") else ""
+        print(f"  {page}: {s['visits']} visits, load {s['load_s']} s, {s['downloads']} downloads{pressed}")
     for label, s in r["exports"].items():
         print(f"  {label}: {s['statuses']}, up to {s['max_s']} s and {s['max_bytes'] / 1e6:.2f} MB {s['answers'][:1]}")
     for note in r["notes"]:

@@ -13,7 +13,8 @@
 #
 # Environment: LAB_ADDRESS, LAB_PORT, LAB_FIRST_PORT, LAB_LOG_DIR (the logs, the generated backend and the
 # control sockets; default a new temporary folder), LAB_MEMORY_LIMIT (each replica's memory limit, e.g. 690M:
-# see deploy/replica.sh), LAB_WATCHDOG_S (how long a replica that answered before may give no
+# see deploy/replica.sh), LAB_CONN_PER_ADDRESS and LAB_CONN_RATE_PER_ADDRESS (connections one client address may
+# hold at once, 500, and open in 10 s, 1000: deploy/haproxy.cfg says why), LAB_WATCHDOG_S (how long a replica that answered before may give no
 # health "ok" before it is killed and started again; default 30: deploy/watchdog.py), PYTHON (default .venv/bin/python, else
 # python3), HAPROXY, SUPERVISORD, REDIS_SERVER and LAB_REDIS_PORT (the class poll's Redis, on LAB_FIRST_PORT - 1;
 # ATTENTION_LAB_REDIS_URL set: that Redis instead, none started).
@@ -31,6 +32,12 @@ if ! [[ "$processes" =~ ^[1-9][0-9]?$ ]]; then
 fi
 export LAB_ADDRESS="${LAB_ADDRESS:-0.0.0.0}" LAB_PORT="${LAB_PORT:-8501}" LAB_FIRST_PORT="${LAB_FIRST_PORT:-8511}"
 export LAB_PROCESSES="$processes"
+for limit in LAB_CONN_PER_ADDRESS LAB_CONN_RATE_PER_ADDRESS; do
+  if [[ -n "${!limit:-}" ]] && ! [[ "${!limit}" =~ ^[1-9][0-9]{0,6}$ ]]; then
+    echo "deploy/run.sh: $limit=${!limit} is not a number of connections (1 or more)" >&2
+    exit 2
+  fi
+done
 export LAB_LOG_DIR="${LAB_LOG_DIR:-$(mktemp -d -t attention-lab-deploy.XXXXXX)}"
 mkdir -p "$LAB_LOG_DIR"
 LAB_LOG_DIR="$(cd "$LAB_LOG_DIR" && pwd)"

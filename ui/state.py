@@ -192,8 +192,34 @@ def init_state() -> None:
     ss["_touched"] = touched  # set by the link or by the user: a page's own defaults leave these alone
     unknown = [k for k in st.query_params.keys() if k not in PARAMS and k not in RENAMED]
     ss["_url_warnings"] = bad + unknown
+    ss["_url_ignored"] = _ignored_link()
+    # The session's first `sync_url` writes the address even when it holds what the page would write: a link that
+    # Streamlit dropped whole looks, to the page, like one without parameters, and its keys would stay in the
+    # address bar (the server never shows the page the dropped text: only AppTest's context keeps it, for the warning)
+    ss["_url_rewrite"] = True
     ss["_link"] = {k: st.query_params.get_all(k)[-1] for k in st.query_params.keys()}  # for `read_own_names`
     ss["_state_ready"] = True
+
+
+# What Streamlit reads of a link (streamlit.runtime.state.query_params): a query string with more parameters or
+# characters than this is dropped whole, silently, and the script sees no parameter at all.
+LINK_MAX_FIELDS = 1000
+LINK_MAX_CHARS = 512 * 1024
+
+
+def _ignored_link() -> str | None:
+    """Why Streamlit dropped this session's whole link, in words (None when it read it or cannot tell): the script
+    then saw no parameter, and the link's keys stayed in the address bar with no warning (issue 38). Only where the
+    run's context keeps the text Streamlit dropped (AppTest) can the page tell; a server passes the script an empty
+    query string, and the page then only takes the keys out of the address (`init_state`)."""
+    ctx = get_script_run_ctx()
+    raw = ctx.query_string if ctx is not None else ""
+    if not raw or st.query_params.keys() or not urllib.parse.parse_qs(raw, keep_blank_values=True):
+        return None
+    fields = raw.count("&") + 1
+    if fields > LINK_MAX_FIELDS:
+        return f"it has {fields:,} parameters, and a page reads a link of at most {LINK_MAX_FIELDS:,}"
+    return f"it is {len(raw):,} characters long, and a page reads a link of at most {LINK_MAX_CHARS:,}"
 
 
 def read_own_names(prefix: str) -> None:
@@ -335,8 +361,12 @@ def sync_url(*, final: bool = True) -> None:
         left_out.append(name)
         del wanted[name]
     st.session_state["_url_left_out"] = left_out
-    if dict(st.query_params.to_dict()) != wanted:
-        st.query_params.from_dict(wanted)
+    rewrite = st.session_state.pop("_url_rewrite", False)  # the session's first: see `init_state`
+    if rewrite or dict(st.query_params.to_dict()) != wanted:
+        if wanted:
+            st.query_params.from_dict(wanted)
+        else:
+            st.query_params.clear()  # from_dict({}) sends nothing when the page already holds no parameter
 
 
 def url_before_figure() -> None:

@@ -41,7 +41,13 @@ pd = lazy("pandas")  # imported at first use: the mask editor's table (server/wa
 
 def _copy(name: str) -> None:
     put(name, st.session_state["w:" + name])
-    st.session_state.pop("_url_warnings", None)  # the user has moved on from the link's values
+    _moved_on()
+
+
+def _moved_on() -> None:
+    """The user has moved on from the link's values: its warnings go."""
+    st.session_state.pop("_url_warnings", None)
+    st.session_state.pop("_url_ignored", None)
 
 
 def _label(labels: dict[Any, str], option: Any) -> str:
@@ -120,7 +126,7 @@ def _take_text(name: str, key: str | None = None) -> None:
         st.session_state.setdefault(REFUSED, {})[key] = len(value)
         return
     put(name, value)
-    st.session_state.pop("_url_warnings", None)
+    _moved_on()
 
 
 def _say_refused(key: str, container: Any) -> None:
@@ -320,6 +326,10 @@ def show_url_warnings(prefix: str = "", **defaults: Any) -> None:
     names = "; ".join(plain(w) for w in (link_warning(n, prefix) for n in sorted(set(bad))) if w)
     if names:
         st.warning(f"Some link parameters were missing a valid value and were reset to defaults: {names}.")
+    ignored = st.session_state.get("_url_ignored")
+    if ignored:
+        st.warning(f"This link was not read ({ignored}): the page opened with its defaults, and the link's "
+                   "parameters were taken out of the address.")  # fmt: skip
 
 
 def custom_mask(t_q: int, t_k: int) -> tuple[tuple[bool, ...], ...]:

@@ -214,3 +214,31 @@ def test_a_link_carries_its_own_pages_settings_and_never_presenter_mode() -> Non
     at.switch_page("pages/kv_cache.py")
     at.run()
     assert written(at).get("decode_step") == "2"  # back on its own page, in its link again
+
+
+def opened(params: dict[str, str]) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=120)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("unknown", [3, 5000])
+def test_unknown_link_keys_are_dropped_from_the_address_with_a_warning(unknown: int) -> None:
+    # Issue 38: Streamlit ignores a query string of more than 1,000 parameters whole, so the page saw none, warned of
+    # nothing and left the thousands of keys in the address bar. Few or many, unknown keys leave the address and the
+    # page says so; a link of at most 1,000 parameters keeps its known values.
+    params = {f"junk{i}": "x" for i in range(unknown)} | {"heads": "2"}
+    at = opened(params)
+    assert written(at) == ({"heads": "2"} if unknown < 1000 else {}), list(written(at))[:5]
+    warned = " ".join(w.value for w in at.warning)
+    if unknown < 1000:
+        assert r"junk0 \(unknown\)" in warned  # escaped: shown as plain text
+        assert at.session_state["p:heads"] == 2
+    else:
+        assert f"it has {unknown + 1:,} parameters" in warned and "taken out of the address" in warned
+        assert at.session_state["p:heads"] == ui.PARAMS["heads"].default
+    at.slider(key="w:seed").set_value(7).run()  # the learner moves on: the warning goes, the link holds the view
+    assert not [w for w in at.warning if "link" in w.value] and written(at).get("seed") == "7"

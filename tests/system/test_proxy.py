@@ -4,10 +4,12 @@ replica, opens a share link with the same numbers on either replica, shows every
 (websocket clients, and Chromium), survives a replica that dies (supervisord starts it again; its learners'
 websockets close and they reconnect to the other replica with their view from the URL) or hangs (SIGSTOP:
 HAProxy marks it down and closes its websockets; the watchdog restarts it), cuts off a request whose headers
-never end, gives every replica the class poll's Redis, and stops everything on Ctrl-C with exit status 130.
+never end, serves a class of 50 behind one address while another address holds 2,000 idle websockets (the
+per-address bound), gives every replica the class poll's Redis, and stops everything on Ctrl-C with exit status
+130 (a replica's memory cgroup removed).
 Loopback only; needs haproxy, supervisor and Chromium (skips without them, fails when CI is set). No timing is
-asserted: waits are bounded generously, and the benchmark (benchmarks/load_test.py --faults) measures how long
-recovery takes.
+asserted: waits are bounded generously, and the benchmarks (benchmarks/load_test.py --faults,
+benchmarks/room_flood.py) measure how long recovery and visits take.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import shutil
 import signal
 import socket
@@ -40,6 +43,7 @@ def load_test_module():
 
 
 load_test = load_test_module()
+room_flood = live_server.benchmark("room_flood")
 
 
 @pytest.fixture(scope="module")
@@ -362,6 +366,35 @@ def test_the_proxy_cuts_off_a_request_whose_headers_never_end(recipe: live_serve
     assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
 
 
+def per_address_default() -> int:
+    """The bound deploy/haproxy.cfg puts on one address's open connections when LAB_CONN_PER_ADDRESS is unset."""
+    config = (ROOT / "deploy/haproxy.cfg").read_text()
+    found = re.search(r"sc0_conn_cur gt \"\$\{LAB_CONN_PER_ADDRESS-(\d+)\}\"", config)
+    assert found, "deploy/haproxy.cfg no longer bounds connections per address"
+    return int(found.group(1))
+
+
+@pytest.mark.timeout(900)
+def test_one_address_holding_2000_idle_websockets_leaves_room_for_a_class(recipe: live_server.Recipe) -> None:
+    # Issue 38: one client held 2,795 idle websockets (a tunnel each, for up to an hour), filled every replica's 900
+    # connections, and 4 of 52 learners got 503. Now the proxy refuses an address's connections past its bound, and
+    # a class behind one school NAT (all 50 learners from one other address) is served, each its own numbers.
+    bound = per_address_default()
+    live_server.wait_for("both replicas up", lambda: all_up(recipe), 90)
+    flood = room_flood.open_flood(recipe.proxy, 2000)
+    try:
+        assert len(flood.held) == bound and flood.refused == 2000 - bound, (len(flood.held), flood.answered)
+        assert room_flood.address_table(recipe)[room_flood.FLOOD_ADDRESS]["conn_cur"] == bound
+        visits = room_flood.visit_class(recipe.proxy, 50)
+        try:
+            assert visits.refused == [] and visits.wrong == [] and visits.served == 50
+            assert flood.open == bound  # held open the whole time: the class came while the replicas held them
+        finally:
+            room_flood.leave(visits)
+    finally:
+        flood.close()
+
+
 def podman(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(["podman", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -482,5 +515,5 @@ def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
     _, alive = psutil.wait_procs(children, timeout=15)
     assert alive == []
     assert all(live_server.health(base) is None for base in (running.proxy, *running.replicas))
-    if limited:
-        Path(f"/sys/fs/cgroup/memory{group}").rmdir()  # empty now
+    if limited:  # issue 38: the replica's memory cgroup is removed once it has exited
+        live_server.wait_for("the cgroup removed", lambda: not Path(f"/sys/fs/cgroup/memory{group}").exists(), 30)

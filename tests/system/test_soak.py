@@ -19,6 +19,7 @@ from support import live_server
 
 import ui
 from attention import Config
+from attention.models import tiny
 
 ROOT = Path(__file__).resolve().parents[2]
 # The pages that held several results at once before server/budget.py (Position five, Compare two), and the page with
@@ -62,8 +63,54 @@ def test_every_page_of_the_dashboard_is_soaked() -> None:
     assert all((ROOT / "pages" / f"{n}.py").exists() for n in names)
     assert set(soak.HEAVIEST) <= set(names)  # no entry for a page that is gone
     link = dict(urllib.parse.parse_qsl(soak.link("real_model", 7)))
-    assert link["seed"] == "1007" and link["sentence"].endswith("visitor 7")
+    assert link["seed"] == "1007" and link["sentence"].startswith("visitor 7 ")
     assert soak.link("no_such_page", 1) == "seed=1001"  # a page without an entry: its plain URL
+
+
+def test_every_soaked_link_is_one_its_page_accepts() -> None:
+    # Issue 38: Watch it learn's link was refused as out of range (the page opened its defaults): the soak measured
+    # another load than it said. Every value of every page's link is one the link check accepts.
+    soak = soak_module()
+    for page in soak.pages():
+        for visitor in (1, 2):
+            link = dict(urllib.parse.parse_qsl(soak.link(page, visitor)))
+            refused = {k: v[:40] for k, v in link.items() if k not in ui.PARAMS or not ui.state._linkable(k, v)}
+            assert not refused, (page, refused)
+    assert soak.PRESS["watch_it_learn"] == "Play"  # and the run is trained: the visitor presses Play
+
+
+def test_watch_it_learns_link_is_the_largest_run_the_page_accepts() -> None:
+    soak = soak_module()
+    prefix = ui.state.TRAIN_PREFIX
+    link = dict(urllib.parse.parse_qsl(soak.link("watch_it_learn", 3)))
+    values = {k.removeprefix(prefix): ui.state._parse(k, v) for k, v in link.items() if k.startswith(prefix)}
+    settings = tiny.Settings(**values)  # a run the page trains (it would say "cannot be trained" otherwise)
+    assert settings.seed == 3  # a run of the visitor's own
+    for name in ("layers", "heads", "d_model", "batch", "steps"):
+        assert getattr(settings, name) == ui.PARAMS[prefix + name].hi, name
+    with pytest.raises(ValueError):  # snapshots any more often and the run would be too large to keep
+        tiny.Settings(**{**values, "every": settings.every - 1})
+
+
+def test_the_chat_and_real_model_visitors_each_have_a_run_of_their_own() -> None:
+    # Issue 38: the visitor's own words came after the pages' token cut, so every visitor shared one run. Each
+    # visitor's text, as the page cuts it, differs from the next visitor's.
+    from attention.models import minilm
+    from attention.models import smollm2 as S
+
+    soak = soak_module()
+
+    def text(page: str, key: str, visitor: int) -> str:
+        return dict(urllib.parse.parse_qsl(soak.link(page, visitor)))[key]
+
+    chat = S.load()
+    cut = [S.prompt(chat, text("chat_model", "chat_prompt", v), S.PAGE_TOKENS) for v in (1, 2)]
+    assert all(p.truncated and len(p.ids) == S.PAGE_TOKENS for p in cut)  # the heaviest: the page's whole cut
+    assert cut[0].ids != cut[1].ids
+    real = minilm.load()
+    encoded = [minilm.encode(real, text("real_model", "sentence", v)) for v in (1, 2)]
+    assert all(e.truncated and len(e.ids) == minilm.MAX_TOKENS for e in encoded)
+    assert encoded[0].ids != encoded[1].ids
 
 
 def test_the_cache_lets_go_of_a_large_result_before_computing_the_next() -> None:
