@@ -32,7 +32,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from attention import presets
 from attention.basics.config import MAX_TOKENS, SETTINGS
 from attention.basics.params import Param
-from attention.lessons import interpret
+from attention.lessons import course, interpret
 from attention.llm import kv_memory
 from attention.models import smollm2, tiny
 
@@ -107,6 +107,10 @@ VIEW: dict[str, Param] = {
                       default=next(iter(kv_memory.MODELS)), choices=tuple(kv_memory.MODELS)),
     "behaviour": Param("choice", "Behaviour", "What the head gallery scores every head for.",
                        default="previous_token", choices=interpret.BEHAVIOURS),
+    "lesson": Param("choice", "Lesson", "The course's lesson shown (map: the course's map).", default="map",
+                    choices=("map", *course.QUESTIONS)),
+    "progress": Param("text", "Progress", "The course's lessons done and how each prediction went, as "
+                      "lesson:right, lesson:wrong or lesson:seen joined by commas.", default=""),
     "shuffle": Param("int", "Shuffle", "Which shuffle of the sentence (how many times \"Shuffle again\" was "
                      "pressed).", default=0, lo=0, hi=9999),
 }  # fmt: skip
