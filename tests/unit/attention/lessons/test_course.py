@@ -68,10 +68,14 @@ CASES = {
     "scaling": (lambda i: math.sqrt(int(i["d_k"])), [{}, {"d_k": 1}, {"d_k": 256, "sentence": OTHER, "seed": 3}]),
     "masks": (mask_oracle, [{}, {"sentence": OTHER, "mask": "none"}, {"sentence": OTHER, "mask": "window"}]),
     "multi_head": (heads_oracle, [{}, {"heads": 1}, {"sentence": OTHER, "heads": 16, "token": 2, "seed": 5}]),
-    "position": (lambda i: 0 if i["position"] == "none" else 1,
-                 [{}, {"position": "none"}, {"sentence": OTHER, "position": "sinusoidal"}]),  # fmt: skip
-    "cross_attention": (lambda i: len(tokenize(i["cross_sentence"])),
-                        [{}, {"cross_sentence": "short"}, {"sentence": "a b", "cross_sentence": OTHER}]),  # fmt: skip
+    "position": (
+        lambda i: 0 if i["position"] == "none" else 1,
+        [{}, {"position": "none"}, {"sentence": OTHER, "position": "sinusoidal"}],
+    ),  # fmt: skip
+    "cross_attention": (
+        lambda i: len(tokenize(i["cross_sentence"])),
+        [{}, {"cross_sentence": "short"}, {"sentence": "a b", "cross_sentence": OTHER}],
+    ),  # fmt: skip
     "kv_cache": (kv_oracle, [{}, {"kv_model": "Llama 2 70B"}, {"kv_model": "Mistral 7B"}]),
     "flash_attention": (flash_oracle, [{}, {"block_size": 4, "sentence": OTHER}, {"block_size": 1, "heads": 3}]),
 }
