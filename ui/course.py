@@ -251,6 +251,62 @@ LESSONS: tuple[Lesson, ...] = (
            "with a running max and sum, and still gets exactly the softmax.",
            Q["flash_attention"], _fig_flash, _bigger_block, ("sentence", "block_size")),
 )  # fmt: skip
+# For the instructor: what to say at the reveal, and a common wrong answer with why people give it (the lesson plans
+# in docs/course/ are written from these by scripts/lesson_plans.py; presenter mode shows "Say" at the reveal).
+PLANS: dict[str, tuple[str, str]] = {
+    "soft_lookup": (
+        "The query did not pick one key: every key got some weight, and the context is their blend. The biggest "
+        "bar is the key whose vector points most the way the query does.",
+        "“Itself” (the query's own word). Self-attention does not favour the diagonal: with random projections "
+        "q·k of a word with itself is no larger than with any other.",
+    ),
+    "softmax": (
+        "The softmax only sees differences between scores. Doubling them doubles every gap, and a gap becomes a "
+        "ratio e^gap between weights: the largest weight grows, the others shrink.",
+        "“It stays the same: the weights are normalised anyway.” Normalising divides by the sum, but the sum of "
+        "exponentials does not scale like the scores; only adding a constant leaves the weights alone.",
+    ),
+    "scaling": (
+        "A dot product of d_k random products has variance d_k, so its spread is √d_k. That is exactly the "
+        "number every transformer divides by, to bring the spread back to 1 whatever the width.",
+        "d_k itself (the variance, not the spread), or 1 (the spread after the scaling). Ask which of the two "
+        "the softmax would see without the √d_k.",
+    ),
+    "masks": (
+        "Blocked scores become −∞, and e^−∞ is exactly 0: these weights are not small, they are zero. A causal "
+        "mask blocks the triangle above the diagonal: T(T − 1)/2 cells.",
+        "Half of the cells, T²/2: the diagonal stays open (a token may read itself), so it is T(T − 1)/2.",
+    ),
+    "multi_head": (
+        "Each head has its own W_q and W_k, so each has its own idea of a match. Several heads can look for "
+        "several things at once; a trained model makes them specialise.",
+        "“One: they all see the same sentence.” They see the same tokens through different projections, so their "
+        "favourite keys usually differ.",
+    ),
+    "position": (
+        "Without positions attention is a function of a set: shuffle the words and every word's context moves "
+        "with it, unchanged. A position encoding is what makes order matter.",
+        "“Different: the sentence means something else.” Not to attention without positions: it cannot see the "
+        "order, only which words are there.",
+    ),
+    "cross_attention": (
+        "A row per query, a column per key: the queries come from one sentence, the keys and values from the "
+        "other, and the two lengths need not match.",
+        "The length of the query sentence (a square matrix, as in self-attention).",
+    ),
+    "kv_cache": (
+        "Every token keeps a key and a value of d_head numbers per K/V head per layer. Grouped-query attention "
+        "shares K/V heads between query heads, which divides the cache by the group size.",
+        "Counting the query heads instead of the K/V heads (too big for a GQA model), or forgetting the values "
+        "(half the answer).",
+    ),
+    "flash_attention": (
+        "The tiled form holds one tile of scores and two numbers per row (the running max and sum); the "
+        "ordinary form holds the whole T × T. The longer the text, the bigger the saving.",
+        "The whole T × T: “it must compute every score, so it must hold every score”. It computes them all, "
+        "a tile at a time, and forgets each tile once it is folded into the running output.",
+    ),
+}
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
 BY_PAGE = {lesson.page: lesson for lesson in LESSONS}
 
@@ -331,7 +387,7 @@ def course_map() -> None:
     first = next((lesson.id for lesson in LESSONS if lesson.id not in marks), LESSONS[0].id)
     top.button("Start the course" if not marks else "Continue", type="primary", key="co:start", on_click=go,
                args=(first,))  # fmt: skip
-    top.page_link("pages/self_attention.py", label="Just explore: open Self-attention", icon="🔭")
+    top.page_link("pages/self_attention.py", label="Just explore: open Self-attention", icon=":material/explore:")
     for k, lesson in enumerate(LESSONS):
         row = st.container(horizontal=True, vertical_alignment="center", key=f"co-map-{lesson.id}")
         mark = MARKS.get(marks.get(lesson.id, ""), "⚪")
@@ -372,7 +428,7 @@ def lesson_view(lesson: Lesson) -> None:
     _clicker(k, lesson, kept is not None)
     nav = st.container(horizontal=True, vertical_alignment="center")
     nav.button("◀ Course map", key="co:map", on_click=go, args=("map",))
-    nav.page_link(lesson.page, label=f"Open the page: {lesson.page_title}", icon="🔎")
+    nav.page_link(lesson.page, label=f"Open the page: {lesson.page_title}", icon=":material/open_in_new:")
     nav.caption(f"Lesson {k + 1} of {len(LESSONS)} · {done} done · about {lesson.minutes} min · keys: PageDown "
                 "next, PageUp back")  # fmt: skip
     st.subheader(f"{k + 1}. {lesson.title}")
@@ -431,12 +487,14 @@ def _reveal(box: Any, lesson: Lesson, now: dict[str, Any], kept: Answer) -> None
     c = box.columns(2)
     if kept.verdict is None:
         c[0].metric("Your prediction", "—")
-        box.info(f"The lab computed {truth.shown}. {truth.why}")
+        box.info(truth.why)
     else:
         said = kept.verdict.prediction
         c[0].metric("Your prediction", f"{said:g}" if q.kind == "number" else q.choices(now)[said])
         (box.success if kept.verdict.ok else box.warning)(kept.verdict.message)
     c[1].metric("The lab computed", truth.shown)
+    if get("present"):
+        box.markdown(f"**Say:** {PLANS[lesson.id][0]}")
     with box:
         lesson.figure(now)
     words, values = lesson.now_try(now)
@@ -466,7 +524,7 @@ def lesson_link(page: str) -> None:
     lesson = BY_PAGE.get(page)
     if lesson is None:
         return
-    if st.button(f"🎓 Lesson {LESSONS.index(lesson) + 1} of the course: {lesson.title}", key="co:lesson-link",
-                 type="tertiary"):  # fmt: skip
+    if st.button(f"Lesson {LESSONS.index(lesson) + 1} of the course: {lesson.title}", key="co:lesson-link",
+                 type="tertiary", icon=":material/school:"):  # fmt: skip
         go(lesson.id)
         st.switch_page(PAGE)
