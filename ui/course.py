@@ -168,6 +168,18 @@ def _fig_flash(i: dict[str, Any]) -> None:
     c[1].metric("Tiled: one tile + m and l", f"{memory.tile_scores + memory.statistics:,}")
 
 
+def _fig_encoder(i: dict[str, Any]) -> None:
+    from . import model as real  # the model's readers only where a lesson asks for them (see ui/model.py)
+
+    _, reading = real.run(str(i["sentence"]))
+    layer, head = int(i["layer"]), int(i["head"])
+    result = real.head_result(reading, layer, head)
+    tok = labels(reading.tokens)
+    heatmap(result.weights[0], tok, tok, title=f"Softmax weights, layer {layer} head {head}", kind="weights",
+            key="co:encoder", annotate=False)  # fmt: skip
+    st.caption("Rows are queries, columns keys: the [CLS] column (first) and the [SEP] column (last) are the sinks.")
+
+
 # ------------------------------------------------------------------------------------------------ now try
 def _next_token(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     t = (questions._token(i) + 1) % max(_n(i), 1)
@@ -212,6 +224,11 @@ def _bigger_block(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return f"Try a block size of {new}", {"block_size": new}
 
 
+def _other_layer(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    new = (int(i["layer"]) + 2) % 6
+    return f"Try layer {new}, the same head", {"layer": new}
+
+
 Q = questions.QUESTIONS
 LESSONS: tuple[Lesson, ...] = (
     Lesson("soft_lookup", "The soft lookup", "pages/soft_lookup.py", "Soft lookup", 5,
@@ -250,6 +267,10 @@ LESSONS: tuple[Lesson, ...] = (
            "The T × T scores of a long context do not fit in fast memory. FlashAttention visits them a tile at a time "
            "with a running max and sum, and still gets exactly the softmax.",
            Q["flash_attention"], _fig_flash, _bigger_block, ("sentence", "block_size")),
+    Lesson("real_model", "A real encoder's heads", "pages/real_model.py", "Real model", 8,
+           "A trained model computes exactly what the toy pages compute, with learned weights. Its heads are not "
+           "all reading: many park their weight on the special tokens, and a weight is not the same as an effect.",
+           Q["real_model"], _fig_encoder, _other_layer, ("sentence", "layer", "head")),
 )  # fmt: skip
 # For the instructor: what to say at the reveal, and a common wrong answer with why people give it (the lesson plans
 # in docs/course/ are written from these by scripts/lesson_plans.py; presenter mode shows "Say" at the reveal).
@@ -299,6 +320,12 @@ PLANS: dict[str, tuple[str, str]] = {
         "shares K/V heads between query heads, which divides the cache by the group size.",
         "Counting the query heads instead of the K/V heads (too big for a GQA model), or forgetting the values "
         "(half the answer).",
+    ),
+    "real_model": (
+        "Trained heads do not spread their weight evenly: many send most of it to [CLS] and [SEP] whatever the "
+        "sentence. Those tokens act as a place to park attention; their values barely move the output.",
+        "“Under a quarter: two tokens out of a dozen get their fair share.” A trained head is not uniform; the "
+        "special tokens are sinks, not just two more words.",
     ),
     "flash_attention": (
         "The tiled form holds one tile of scores and two numbers per row (the running max and sum); the "
@@ -447,13 +474,15 @@ def lesson_view(lesson: Lesson) -> None:
 
 
 def _controls(lesson: Lesson) -> None:
-    from .widgets import select, slider, text
+    from .widgets import pick, select, slider, text
 
     for name in lesson.controls:
         if name in ("sentence", "cross_sentence"):
             text(name, container=st, label="Sentence" if name == "sentence" else "Key/value sentence")
         elif name in ("mask", "position", "kv_model"):
             select(name, container=st)
+        elif name in ("layer", "head"):
+            pick(name, list(range(6 if name == "layer" else 12)), name.capitalize(), container=st)
         else:
             slider(name, container=st)
 

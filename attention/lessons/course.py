@@ -21,6 +21,7 @@ import torch
 from ..basics.config import SETTINGS, Config, tokenize
 from ..basics.core import Result, compute
 from ..llm import flash, kv_memory
+from ..models import minilm
 from . import permutation, scaling, soft_lookup
 
 Inputs = Mapping[str, Any]
@@ -33,6 +34,7 @@ TOY["sentence"] = SETTINGS["sentence"].start
 # The views' own inputs: the query followed, FlashAttention's block size, the published model whose cache is sized.
 VIEW = {"token": 1, "block_size": 2, "kv_model": next(iter(kv_memory.MODELS))}
 VIEW["cross_sentence"] = SETTINGS["cross_sentence"].start
+VIEW.update({"layer": 3, "head": 1})  # the Real model page's head (its layers and heads count from 0)
 
 
 class Truth(NamedTuple):
@@ -427,4 +429,43 @@ FLASH = Question(
     relative=True,
 )
 
-QUESTIONS = {q.id: q for q in (SOFT_LOOKUP, SOFTMAX, SCALING, MASKS, MULTI_HEAD, POSITION, CROSS, KV_CACHE, FLASH)}
+
+# 10. A real encoder's heads: what share of the weight goes to the special tokens ------------------------------------
+SHARES = ("Under a quarter", "A quarter to a half", "A half to three quarters", "Over three quarters")
+EDGE = 0.02  # a share this close to a boundary counts on either side of it
+
+
+def _share(share: float, where: str, why: str) -> Truth:
+    buckets = frozenset(min(int(x * 4), 3) for x in (share - EDGE, share, share + EDGE) if 0 <= x <= 1)
+    k = min(int(share * 4), 3)
+    return Truth(k, f"{share:.0%} ({SHARES[k].lower()})", f"{where} {why}", buckets | {k})
+
+
+def _encoder(inputs: Inputs) -> Truth:
+    model = minilm.load()
+    reading = minilm.read(model, str(inputs["sentence"]))
+    layer, head = int(inputs["layer"]), int(inputs["head"])
+    share = float(reading.scores.sink[layer, head])
+    return _share(share, f"Layer {layer}, head {head} puts {share:.0%} of each query's weight on [CLS] and [SEP].",
+                  "Many trained heads park weight there when they have nothing to read: a large weight on a "
+                  "token whose value moves almost nothing (Kobayashi et al. 2020).")  # fmt: skip
+
+
+ENCODER = Question(
+    "real_model",
+    "choice",
+    ("sentence", "layer", "head"),
+    lambda i: (
+        f"all-MiniLM-L6-v2 reads “{str(i['sentence'])[:80]}”. In layer {int(i['layer'])}, head "
+        f"{int(i['head'])}, what share of each query's weight goes to the special tokens [CLS] and [SEP] (mean over "
+        "the queries)?"
+    ),
+    _encoder,
+    options=lambda i: SHARES,
+    defaults={"sentence": minilm.DEFAULT_SENTENCE, "layer": 3, "head": 1},
+)
+
+
+QUESTIONS = {
+    q.id: q for q in (SOFT_LOOKUP, SOFTMAX, SCALING, MASKS, MULTI_HEAD, POSITION, CROSS, KV_CACHE, FLASH, ENCODER)
+}

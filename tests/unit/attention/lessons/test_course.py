@@ -12,6 +12,7 @@ from attention import compute, tokenize
 from attention.basics import masks
 from attention.lessons import course
 from attention.llm import kv_memory
+from attention.models import minilm
 
 Q = course.QUESTIONS
 OTHER = "the cat sat on the mat because it was tired"
@@ -61,6 +62,14 @@ def flash_oracle(i):
     return int(i["heads"]) * (b * b + 2 * n)
 
 
+def encoder_oracle(i):
+    """The share of weight on [CLS] and [SEP] from the model's full forward pass, in quarters."""
+    run = minilm.forward(minilm.load(), i["sentence"])
+    special = [k for k, t in enumerate(run.tokens) if t in ("[CLS]", "[SEP]")]
+    share = float(run.weights[int(i["layer"]), int(i["head"])][:, special].sum(-1).mean())
+    return min(int(share * 4), 3)
+
+
 # question id -> (the oracle, three inputs the test chose)
 CASES = {
     "soft_lookup": (lookup_oracle, [{}, {"sentence": OTHER, "token": 6}, {"seed": 7, "d_k": 3, "token": 0}]),
@@ -77,6 +86,8 @@ CASES = {
         [{}, {"cross_sentence": "short"}, {"sentence": "a b", "cross_sentence": OTHER}],
     ),  # fmt: skip
     "kv_cache": (kv_oracle, [{}, {"kv_model": "Llama 2 70B"}, {"kv_model": "Mistral 7B"}]),
+    "real_model": (encoder_oracle, [{}, {"layer": 0, "head": 5},
+                                    {"sentence": "The cat sat on the mat.", "layer": 5, "head": 0}]),  # fmt: skip
     "flash_attention": (flash_oracle, [{}, {"block_size": 4, "sentence": OTHER}, {"block_size": 1, "heads": 3}]),
 }
 
