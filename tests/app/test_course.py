@@ -23,7 +23,7 @@ def figures(at: AppTest) -> int:
 
 
 def opened(**params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=300)  # the real model lesson reads the model once
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=300)  # lesson 10 reads the model
     for name, value in params.items():
         at.query_params[name] = value
     at.run()

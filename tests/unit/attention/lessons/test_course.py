@@ -86,8 +86,10 @@ CASES = {
         [{}, {"cross_sentence": "short"}, {"sentence": "a b", "cross_sentence": OTHER}],
     ),  # fmt: skip
     "kv_cache": (kv_oracle, [{}, {"kv_model": "Llama 2 70B"}, {"kv_model": "Mistral 7B"}]),
-    "real_model": (encoder_oracle, [{}, {"layer": 0, "head": 5},
-                                    {"sentence": "The cat sat on the mat.", "layer": 5, "head": 0}]),  # fmt: skip
+    "real_model": (
+        encoder_oracle,
+        [{}, {"layer": 0, "head": 5}, {"sentence": "The cat sat on the mat.", "layer": 5, "head": 0}],
+    ),  # fmt: skip
     "flash_attention": (flash_oracle, [{}, {"block_size": 4, "sentence": OTHER}, {"block_size": 1, "heads": 3}]),
 }
 
