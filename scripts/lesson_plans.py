@@ -27,7 +27,7 @@ def plan(k: int, lesson: course.Lesson) -> str:
     say, wrong = course.PLANS[lesson.id]
     try_words, _ = lesson.now_try(inputs)
     kind = {"choice": "a choice", "cell": "a cell of the query's row", "number": "a number"}[q.kind]
-    tolerance = f" ({q.tolerance_words()} counts)" if q.kind == "number" else ""
+    tolerance = f" (right means {q.tolerance_words()})" if q.kind == "number" else ""
     choices = "".join(f"\n   - {c}" for c in q.choices(inputs)) if q.kind != "number" else ""
     setting = ", ".join(f"{n} = {v}" for n, v in inputs.items())
     think = 2

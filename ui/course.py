@@ -496,8 +496,8 @@ def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
             raw = st.radio("Your prediction", q.choices(now), index=None, key=f"co:pick:{lesson.id}",
                            horizontal=True)  # fmt: skip
         else:
-            raw = st.text_input(f"Your prediction ({q.tolerance_words()} counts)", key=f"co:num:{lesson.id}",
-                                placeholder=f"a number from {q.lo:g} to {q.hi:g}")  # fmt: skip
+            label = f"Your prediction, a number (right means {q.tolerance_words()})"
+            raw = st.text_input(label, key=f"co:num:{lesson.id}", placeholder=f"a number from {q.lo:g} to {q.hi:g}")
         committed = st.form_submit_button("Commit and see", type="primary")
     if committed:
         commit(lesson, raw)
@@ -513,19 +513,21 @@ def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
 def _reveal(box: Any, lesson: Lesson, now: dict[str, Any], kept: Answer) -> None:
     q = lesson.question
     truth = kept.verdict.truth if kept.verdict is not None else q.answer(now)
+    # the prediction beside the result on one line, then the figure: on a projector's 768 px the figure is in view
+    # right after the press (the stage, scrolled to the window's top, starts at the question)
+    said = "—" if kept.verdict is None else q.choices(now)[kept.verdict.prediction] if q.kind != "number" else (
+        f"{kept.verdict.prediction:g}")  # fmt: skip
     c = box.columns(2)
-    if kept.verdict is None:
-        c[0].metric("Your prediction", "—")
-        box.info(truth.why)
-    else:
-        said = kept.verdict.prediction
-        c[0].metric("Your prediction", f"{said:g}" if q.kind == "number" else q.choices(now)[said])
-        (box.success if kept.verdict.ok else box.warning)(kept.verdict.message)
-    c[1].metric("The lab computed", truth.shown)
-    if get("present"):
-        box.markdown(f"**Say:** {PLANS[lesson.id][0]}")
+    c[0].markdown(f"**Your prediction:** {plain(said)}")
+    c[1].markdown(f"**The lab computed:** {plain(truth.shown)}")
     with box:
         lesson.figure(now)
+    if kept.verdict is None:
+        box.info(truth.why)
+    else:
+        (box.success if kept.verdict.ok else box.warning)(kept.verdict.message)
+    if get("present"):
+        box.markdown(f"**Say:** {PLANS[lesson.id][0]}")
     words, values = lesson.now_try(now)
     row = box.container(horizontal=True, vertical_alignment="center")
     row.markdown("**Now try:**")

@@ -126,7 +126,7 @@ class Question:
             ok = prediction in (truth.accepted or {truth.value})
             said = self.choices(inputs)[prediction]
         head = "Right" if ok else "Not quite"
-        off = "" if ok or self.kind != "number" else f" ({self.tolerance_words()} counts)"
+        off = "" if ok or self.kind != "number" else f" (right means {self.tolerance_words()})"
         return Verdict(ok, f"{head}: you said {said}, the lab computed {truth.shown}{off}. {truth.why}", prediction,
                        truth)  # fmt: skip
 
