@@ -28,6 +28,7 @@ from ui import course  # noqa: E402
 
 APP = '[data-testid="stApp"]'
 CHARTS = '[data-testid="stMain"] .vega-embed, [data-testid="stMain"] .al-heatmap'
+KEYS_JS = "() => window.alStepKeys !== undefined && document.querySelector('.al-step-keys') !== null"
 DRAWN_JS = """(sel) => {
     const charts = [...document.querySelectorAll(sel)];
     return charts.length > 0 && charts.every(c => c.classList.contains('al-heatmap')
@@ -47,6 +48,7 @@ def one(browser, base: str, lesson: course.Lesson, following: course.Lesson | No
         page.goto(f"{base}/?lesson={lesson.id}")
         page.get_by_text("Commit and see").first.wait_for(timeout=120_000)
         settle(page)
+        page.wait_for_function(KEYS_JS, timeout=60_000)  # the clicker's listener is in place
         start = time.perf_counter()
         page.keyboard.press("PageDown")
         page.wait_for_function(DRAWN_JS, arg=CHARTS, timeout=120_000, polling=10)

@@ -412,6 +412,9 @@ def course_map() -> None:
     marks = progress()
     top = st.container(horizontal=True, vertical_alignment="center")
     first = next((lesson.id for lesson in LESSONS if lesson.id not in marks), LESSONS[0].id)
+    if clicks("course", -1) > 0:  # a presenter's PageDown on the map: the first lesson not done yet
+        go(first)
+        st.rerun()
     top.button("Start the course" if not marks else "Continue", type="primary", key="co:start", on_click=go,
                args=(first,))  # fmt: skip
     top.page_link("pages/self_attention.py", label="Just explore: open Self-attention", icon=":material/explore:")

@@ -17,6 +17,8 @@ pytestmark = pytest.mark.browser
 PROJECTOR = {"width": 1024, "height": 768}
 MAIN_CHARTS = ", ".join(f'[data-testid="stMain"] {c}' for c in CHARTS.split(", "))
 # every chart drawn and at least partly inside the window: what the room sees after the press
+# the clicker's listener is in place (the keys component has mounted): a press before it would go nowhere
+KEYS_JS = "() => window.alStepKeys !== undefined && document.querySelector('.al-step-keys') !== null"
 IN_VIEW_JS = """(sel) => {
     const charts = [...document.querySelectorAll(sel)];
     const drawn = charts.filter(c => c.classList.contains('al-heatmap')
@@ -37,19 +39,25 @@ def figures(page) -> int:
 
 def test_pagedown_alone_runs_three_lessons_from_question_to_reveal(page, app_url, page_errors, shoot):
     page.set_viewport_size(PROJECTOR)
-    open_page(page, app_url, "", "lesson=soft_lookup&present=true")  # no click on the page before the keys
-    first = course.LESSONS.index(course.BY_ID["soft_lookup"])
+    open_page(page, app_url, "", "present=true")  # the map; no click on the page before the keys
+    page.get_by_role("heading", name=re.compile("predict, then see", re.I)).first.wait_for()
+    settle(page)
+    page.wait_for_function(KEYS_JS)
+    page.keyboard.press("PageDown")  # the map's PageDown opens the first lesson
+    first = 0
     for k in range(first, first + 3):
         lesson = course.LESSONS[k]
         page.get_by_role("heading", name=re.compile(re.escape(lesson.title))).first.wait_for()
         settle(page)
         assert figures(page) == 0, f"{lesson.id}: a figure before the question was answered"
         shoot(page, f"test_course_{k + 1}_{lesson.id}_question")
+        page.wait_for_function(KEYS_JS)
         page.keyboard.press("PageDown")  # the room has thought: reveal
         page.wait_for_function(IN_VIEW_JS, arg=MAIN_CHARTS, timeout=60_000)
         settle(page)
         assert page.get_by_text("The lab computed").count() >= 1
         shoot(page, f"test_course_{k + 1}_{lesson.id}_reveal")
+        page.wait_for_function(KEYS_JS)
         page.keyboard.press("PageDown")  # on to the next lesson's question
         settle(page)
     assert parse_qs(urlparse(page.url).query)["lesson"] == [course.LESSONS[first + 3].id]
