@@ -500,7 +500,8 @@ def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
                            horizontal=True)  # fmt: skip
         else:
             label = f"Your prediction, a number (right means {q.tolerance_words()})"
-            raw = st.text_input(label, key=f"co:num:{lesson.id}", placeholder=f"a number from {q.lo:g} to {q.hi:g}")
+            lo, hi = q.range(now)
+            raw = st.text_input(label, key=f"co:num:{lesson.id}", placeholder=f"a number from {lo:g} to {hi:g}")
         committed = st.form_submit_button("Commit and see", type="primary")
     if committed:
         commit(lesson, raw)

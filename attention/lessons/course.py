@@ -70,6 +70,7 @@ class Question:
     tolerance: float = 0.0  # number: how far from the computed value an answer may be and still count
     relative: bool = False  # tolerance as a fraction of the computed value
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the lesson's own starting inputs (Masks: causal)
+    bounds: Callable[[Inputs], tuple[float, float]] | None = None  # number: a range that follows the inputs
 
     def prompt(self, inputs: Inputs) -> str:
         return self.ask(inputs)
@@ -79,6 +80,10 @@ class Question:
 
     def answer(self, inputs: Inputs) -> Truth:
         return self.solve(inputs)
+
+    def range(self, inputs: Inputs) -> tuple[float, float]:
+        """The numbers an answer may take on these inputs (0 to T × T zeros for a sentence of T tokens)."""
+        return self.bounds(inputs) if self.bounds is not None else (self.lo, self.hi)
 
     def margin(self, truth: Truth) -> float:
         return self.tolerance * abs(float(truth.value)) if self.relative else self.tolerance
@@ -102,14 +107,15 @@ class Question:
                 return labels.index(raw), None
             return None, f"Pick one of the {len(labels)} answers offered."
         text = str(raw if raw is not None else "").strip().replace(",", "")
-        asked = f"a number from {self.lo:g} to {self.hi:g}"
+        lo, hi = self.range(inputs)
+        asked = f"a number from {lo:g} to {hi:g}"
         if not text:
             return None, f"Type your prediction first: {asked}."
         try:
             value = float(text)
         except ValueError:
             return None, f"“{text[:40]}” is not a number: type {asked}."
-        if not math.isfinite(value) or not self.lo <= value <= self.hi:
+        if not math.isfinite(value) or not lo <= value <= hi:
             return None, f"{value:g} is out of range: type {asked}."
         return value, None
 
@@ -286,6 +292,7 @@ MASKS = Question(
     lo=0,
     hi=512 * 512,
     defaults={"mask": "causal"},
+    bounds=lambda i: (0, len(tokenize(str(i["sentence"]))) ** 2),
 )
 
 
@@ -312,6 +319,7 @@ MULTI_HEAD = Question(
     lo=1,
     hi=16,
     defaults={"heads": 4},
+    bounds=lambda i: (1, int(i["heads"])),
 )
 
 

@@ -56,7 +56,8 @@ def right_and_wrong(lesson: course.Lesson, inputs: dict) -> tuple[object, object
     truth = q.answer(inputs)
     if q.kind == "number":
         value = float(truth.value)
-        wrong = next(x for x in (value * 2 + 5, value + 1, value - 1) if q.lo <= x <= q.hi)
+        lo, hi = q.range(inputs)
+        wrong = next(x for x in (value * 2 + 5, value + 1, value - 1) if lo <= x <= hi)
         return f"{value:g}", f"{wrong:g}"
     labels = q.choices(inputs)
     other = next(k for k in range(len(labels)) if k not in (truth.accepted or {truth.value}))

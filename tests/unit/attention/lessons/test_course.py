@@ -76,7 +76,7 @@ CASES = {
     "softmax": (softmax_oracle, [{}, {"sentence": OTHER, "token": 3}, {"sentence": "alone", "token": 0}]),
     "scaling": (lambda i: math.sqrt(int(i["d_k"])), [{}, {"d_k": 1}, {"d_k": 256, "sentence": OTHER, "seed": 3}]),
     "masks": (mask_oracle, [{}, {"sentence": OTHER, "mask": "none"}, {"sentence": OTHER, "mask": "window"}]),
-    "multi_head": (heads_oracle, [{}, {"heads": 1}, {"sentence": OTHER, "heads": 16, "token": 2, "seed": 5}]),
+    "multi_head": (heads_oracle, [{}, {"heads": 2}, {"sentence": OTHER, "heads": 16, "token": 2, "seed": 5}]),
     "position": (
         lambda i: 0 if i["position"] == "none" else 1,
         [{}, {"position": "none"}, {"sentence": OTHER, "position": "sinusoidal"}],
@@ -112,7 +112,8 @@ def test_the_right_answer_is_right_and_a_wrong_one_wrong(qid, oracle, given):
     if q.kind == "number":
         good = str(right)
         # a wrong number the question can read: in its range, beyond its tolerance of the right one
-        bad = next(str(x) for x in (right * 2 + 5, right + 1, right - 1, right / 3) if q.lo <= x <= q.hi
+        lo, hi = q.range(inputs)
+        bad = next(str(x) for x in (right * 2 + 5, right + 1, right - 1, right / 3) if lo <= x <= hi
                    and abs(x - right) > q.tolerance * (abs(right) if q.relative else 1) + 1e-9)  # fmt: skip
     else:
         good = right
@@ -141,10 +142,19 @@ def test_some_input_changes_the_right_answer(qid):
                                             ("-5", "out of range"), ("nan", "out of range")])  # fmt: skip
 def test_unreadable_numbers_say_what_is_asked(qid, raw, words):
     q = Q[qid]
-    verdict = q.check(course.inputs_for(q, {}), raw)
+    inputs = course.inputs_for(q, {})
+    verdict = q.check(inputs, raw)
     assert verdict.ok is None
     assert words in verdict.message
-    assert f"a number from {q.lo:g} to {q.hi:g}" in verdict.message
+    assert "a number from {:g} to {:g}".format(*q.range(inputs)) in verdict.message
+
+
+def test_a_count_past_the_sentences_cells_is_out_of_range():
+    q = Q["masks"]
+    inputs = course.inputs_for(q, {"sentence": "one two three"})
+    assert q.range(inputs) == (0, 9)
+    assert "out of range: type a number from 0 to 9" in q.check(inputs, "10").message
+    assert q.check(inputs, "3").ok is True
 
 
 @pytest.mark.parametrize("qid", [q.id for q in Q.values() if q.kind != "number"])
