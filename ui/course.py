@@ -29,6 +29,7 @@ from .results import compute, scaling_sweep
 from .state import get, put
 
 PAGE = "pages/course.py"
+TITLE = "Predict, then see: a course through attention"
 STAGE = "course-stage"  # the container a clicker's press scrolls to the window's top
 ANSWERS = "course:answers"  # session: lesson id -> Answer
 MARKS = {"right": "✅", "wrong": "❌", "seen": "👁️"}
@@ -404,7 +405,7 @@ def _try(values: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------------ drawing
 def course_map() -> None:
     """The front door: the lessons in order with the learner's marks, and the way out to the pages."""
-    st.title("Attention, predict then see")
+    st.title(TITLE)
     st.caption(
         f"A course of {len(LESSONS)} short lessons through the lab. Each asks one question about your own sentence "
         "before it shows the answer: commit to a guess, then see the lab compute it."

@@ -66,7 +66,7 @@ def right_and_wrong(lesson: course.Lesson, inputs: dict) -> tuple[object, object
 
 def test_a_new_visitor_lands_on_the_course_map_with_just_explore_one_click_away():
     at = opened()
-    assert at.title[0].value == "Attention, predict then see"
+    assert at.title[0].value == course.TITLE
     labels = [b.label for b in at.button]
     for k, lesson in enumerate(course.LESSONS):
         assert f"⚪ {k + 1}. {lesson.title}" in labels
@@ -156,7 +156,7 @@ def test_the_whole_course_from_the_map_to_the_end():
         assert at.success and at.success[0].value.startswith("Right"), (lesson.id, texts(at))
         at.button(key="co:next" if lesson is not course.LESSONS[-1] else "co:end").click().run()
         assert not at.exception, [e.value for e in at.exception]
-    assert at.title[0].value == "Attention, predict then see"
+    assert at.title[0].value == course.TITLE
     labels = [b.label for b in at.button]
     assert all(f"✅ {k + 1}. {lesson.title}" in labels for k, lesson in enumerate(course.LESSONS))
     assert at.query_params["progress"] == ",".join(f"{lesson.id}:right" for lesson in course.LESSONS)
