@@ -32,7 +32,8 @@ PAGE = "pages/course.py"
 TITLE = "Predict, then see: a course through attention"
 STAGE = "course-stage"  # the container a clicker's press scrolls to the window's top
 ANSWERS = "course:answers"  # session: lesson id -> Answer
-MARKS = {"right": "✅", "wrong": "❌", "seen": "👁️"}
+MARKS = {"right": "✓", "wrong": "✗", "seen": "◉"}  # not yet: ○ (plain glyphs: no emoji font needed)
+NOT_YET = "○"
 
 
 @dataclass(frozen=True)
@@ -421,7 +422,7 @@ def course_map() -> None:
     top.page_link("pages/self_attention.py", label="Just explore: open Self-attention", icon=":material/explore:")
     for k, lesson in enumerate(LESSONS):
         row = st.container(horizontal=True, vertical_alignment="center", key=f"co-map-{lesson.id}")
-        mark = MARKS.get(marks.get(lesson.id, ""), "⚪")
+        mark = MARKS.get(marks.get(lesson.id, ""), NOT_YET)
         row.button(f"{mark} {k + 1}. {lesson.title}", key=f"co:open:{lesson.id}", on_click=go, args=(lesson.id,))
         row.caption(f"{lesson.minutes} min · the page: {lesson.page_title}")
     st.caption("Your progress travels in this page's link (bookmark it to resume); the server keeps nothing about you.")

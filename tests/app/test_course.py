@@ -69,7 +69,7 @@ def test_a_new_visitor_lands_on_the_course_map_with_just_explore_one_click_away(
     assert at.title[0].value == course.TITLE
     labels = [b.label for b in at.button]
     for k, lesson in enumerate(course.LESSONS):
-        assert f"⚪ {k + 1}. {lesson.title}" in labels
+        assert f"○ {k + 1}. {lesson.title}" in labels
     links = [e for e in chart_reader._walk(at._tree) if getattr(e, "type", None) == "page_link"]
     assert any("Just explore" in link.proto.label and link.proto.page.endswith("self_attention") for link in links)
     assert figures(at) == 0
@@ -129,9 +129,9 @@ def test_changing_the_sentence_after_answering_asks_again():
 def test_the_progress_in_a_link_marks_the_map_and_continue_goes_to_the_first_lesson_not_done():
     at = opened(progress="soft_lookup:right,softmax:wrong,nonsense:right,scaling:bogus")
     labels = [b.label for b in at.button]
-    assert "✅ 1. The soft lookup" in labels
-    assert "❌ 2. Scores and the softmax" in labels
-    assert "⚪ 3. Why divide by √d_k" in labels
+    assert "✓ 1. The soft lookup" in labels
+    assert "✗ 2. Scores and the softmax" in labels
+    assert "○ 3. Why divide by √d_k" in labels
     at.button(key="co:start").click().run()
     assert at.query_params["lesson"] == "scaling"
 
@@ -158,5 +158,5 @@ def test_the_whole_course_from_the_map_to_the_end():
         assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == course.TITLE
     labels = [b.label for b in at.button]
-    assert all(f"✅ {k + 1}. {lesson.title}" in labels for k, lesson in enumerate(course.LESSONS))
+    assert all(f"✓ {k + 1}. {lesson.title}" in labels for k, lesson in enumerate(course.LESSONS))
     assert at.query_params["progress"] == ",".join(f"{lesson.id}:right" for lesson in course.LESSONS)
