@@ -15,6 +15,9 @@ import streamlit as st
 import assets
 
 PAGES = {
+    "Course": [
+        ("pages/course.py", "Predict, then see", ":material/school:"),
+    ],
     "Attention": [
         ("pages/self_attention.py", "Self-attention", ":material/visibility:"),
         ("pages/masks.py", "Masks and dropout", ":material/grid_on:"),
@@ -49,7 +52,7 @@ def run() -> None:
     # An emoji favicon is drawn in the browser; a :material/...: one is fetched from fonts.gstatic.com,
     # and the app must start with no network at all.
     st.set_page_config(page_title="Attention Lab", page_icon="🔎", layout="wide")
-    first = PAGES["Attention"][0][0]
+    first = PAGES["Course"][0][0]  # the front door: the course's map, with "just explore" one click away
     nav = {
         section: [st.Page(path, title=title, icon=icon, default=path == first) for path, title, icon in pages]
         for section, pages in PAGES.items()

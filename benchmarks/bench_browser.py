@@ -94,7 +94,7 @@ def settle(page, timeout: float = 120_000) -> None:
 def type_sentence(browser, base: str, tokens: int) -> dict:
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     try:
-        page.goto(base + "/")
+        page.goto(base + "/self_attention")
         settle(page)
         page.wait_for_function("document.querySelectorAll('.al-heatmap[data-drawn]').length === 4")
         box = page.get_by_role("textbox", name="Sentence")

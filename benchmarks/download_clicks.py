@@ -51,7 +51,7 @@ def clicks(browser, base: str, n: int, loaders: int = 3) -> dict:
     context = browser.new_context(viewport={"width": 1024, "height": 768}, accept_downloads=True)
     try:
         page = context.new_page()
-        page.goto(f"{base}/?seed=5")
+        page.goto(f"{base}/self_attention?seed=5")
         page.get_by_role("button", name=BUTTONS[0]).wait_for(timeout=120_000)
         for t in threads:
             t.start()

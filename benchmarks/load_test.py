@@ -155,7 +155,7 @@ class Session:
 
     def url(self, base: str) -> str:
         query = {"sentence": self.sentence, "mask": self.mask, **{k: str(v) for k, v in self.values.items()}}
-        return base + "/?" + urllib.parse.urlencode(query)
+        return base + "/self_attention?" + urllib.parse.urlencode(query)
 
 
 def expected(session: Session) -> dict:

@@ -12,6 +12,7 @@ st.caption(
     "answers them (keys and values), as a decoder attends to an encoder's output."
 )
 ui.show_url_warnings()
+ui.lesson_link("pages/cross_attention.py")  # this page's lesson in the course
 ui.controls(["d_k", "d_v", "heads", "seed", "mask", "padding", "window"])
 c1, c2 = st.columns(2)
 ui.text("sentence", container=c1, label="Query sentence (rows)")

@@ -12,6 +12,7 @@ st.caption(
     "a running sum l and a running output per query row, and end with exactly the ordinary result."
 )
 ui.show_url_warnings()
+ui.lesson_link("pages/flash_attention.py")  # this page's lesson in the course
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "window"])
 result = ui.result_or_stop()
 st.info(

@@ -13,6 +13,7 @@ st.caption(
     "so each step computes one new row of attention instead of the whole matrix."
 )
 ui.show_url_warnings(mask="causal")  # decoding needs a mask that hides the future
+ui.lesson_link("pages/kv_cache.py")  # this page's lesson in the course
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "window"])
 result = ui.result_or_stop()
 n = len(result.tokens)

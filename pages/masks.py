@@ -12,6 +12,7 @@ st.caption(
     "so their weights are exactly zero; dropout then zeroes random weights while training."
 )
 ui.show_url_warnings(mask="causal")  # opens on the lesson: a mask that hides the future
+ui.lesson_link("pages/masks.py")  # this page's lesson in the course
 ui.controls(["sentence", "d_k", "heads", "seed"])
 
 tokens = ui.tokens_or_stop()  # a paste over ui.MAX_CHARS is refused before it is split

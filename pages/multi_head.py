@@ -24,6 +24,7 @@ st.caption(
 # opens on four heads with the dashboard's scaled normal weights: Raschka's all-positive torch.rand weights make every
 # head attend alike (one-hot), nn.Linear's make every head nearly uniform, and the lesson is that heads differ
 ui.show_url_warnings(heads=4)
+ui.lesson_link("pages/multi_head.py")  # this page's lesson in the course
 ui.controls(["sentence", "d_model", "head_layout", "heads", "d_k", "d_v", "init", "seed", "mask", "padding", "window"])
 c1, c2 = st.columns(2)
 view = ui.radio("headview", container=c1)

@@ -34,6 +34,7 @@ st.caption(
 # dashboard's scaled normal weights: Raschka's all-positive torch.rand weights give scores in the hundreds, a softmax
 # with one weight of 1 in every row, and no room for ALiBi's penalty to show
 ui.show_url_warnings(position="rope", heads=4)
+ui.lesson_link("pages/position.py")  # this page's lesson in the course
 ui.controls(["sentence", "position", "rope_base", "heads", "d_model", "d_k", "d_v", "init", "seed"])
 config = ui.config_or_stop("This setting", **PINNED)
 kind = config.position

@@ -23,6 +23,7 @@ st.caption(
     "and the softmax turns into a hard max; dividing by √d_k keeps them at unit spread."
 )
 ui.show_url_warnings()
+ui.lesson_link("pages/scaling.py")  # this page's lesson in the course
 ui.controls(["sentence", "d_k", "heads", "seed", "mask", "padding", "window"])
 
 n_tokens = len(ui.tokens_or_stop())  # a paste over ui.MAX_CHARS is refused before it is split

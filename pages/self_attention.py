@@ -10,6 +10,7 @@ st.caption(
     "(softmax), and mixes the value vectors with them (context)."
 )
 ui.show_url_warnings()
+ui.lesson_link("pages/self_attention.py")  # this page's lesson in the course
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "padding", "window"])
 result = ui.result_or_stop()
 

@@ -12,6 +12,7 @@ st.caption(
     "each scaled by how well its key matches the query, and adds them up."
 )
 ui.show_url_warnings()
+ui.lesson_link("pages/soft_lookup.py")  # this page's lesson in the course
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "padding", "window"])
 result = ui.result_or_stop(dropout=0.0)  # the lookup at inference: the weights sum to 1
 tok, keys = ui.labels(result.tokens), ui.labels(result.key_tokens)

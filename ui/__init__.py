@@ -9,6 +9,7 @@
     ui/charts.py     the Vega-Lite charts: bands over d_k, bars of one row
     ui/lessons.py    the walkthrough of one query with its numbers, and step mode
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
+    ui/course.py     the course: lessons in order, each asking before it shows; its map and progress
     ui/poll.py       the class poll's views: a learner's question and answers, the projector's split and reveal
     ui/qr.py         a QR code for a link, made here (the poll's projector shows one)
 
@@ -23,8 +24,9 @@ from __future__ import annotations
 from server import warmup
 
 from . import _frame as _frame  # first: see ui/_frame.py
-from . import charts, exports, heatmaps, lessons, markup, poll, results, state, widgets
+from . import charts, course, exports, heatmaps, lessons, markup, poll, results, state, widgets
 from .charts import band_chart, bars, chart, chart_row, lines, sweep_frame, sweep_table
+from .course import lesson_link
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
 from .lessons import SAY, clicker, inputs_note, stepper, walkthrough
@@ -79,6 +81,8 @@ from .widgets import (
 
 __all__ = [
     "charts",
+    "course",
+    "lesson_link",
     "exports",
     "heatmaps",
     "lessons",

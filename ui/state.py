@@ -32,7 +32,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from attention import presets
 from attention.basics.config import MAX_TOKENS, SETTINGS
 from attention.basics.params import Param
-from attention.lessons import interpret
+from attention.lessons import course, interpret
 from attention.llm import kv_memory
 from attention.models import smollm2, tiny
 
@@ -114,6 +114,10 @@ VIEW: dict[str, Param] = {
     "voter": Param("text", "Poll token", "This browser's anonymous token: one answer per browser.", default=""),
     "host": Param("text", "Instructor's key", "Kept in the projector's address: it asks, reveals and downloads.",
                   default=""),
+    "lesson": Param("choice", "Lesson", "The course's lesson shown (map: the course's map).", default="map",
+                    choices=("map", *course.QUESTIONS)),
+    "progress": Param("text", "Progress", "The course's lessons done and how each prediction went, as "
+                      "lesson:right, lesson:wrong or lesson:seen joined by commas.", default=""),
     "shuffle": Param("int", "Shuffle", "Which shuffle of the sentence (how many times \"Shuffle again\" was "
                      "pressed).", default=0, lo=0, hi=9999),
 }  # fmt: skip

@@ -52,7 +52,8 @@ def app(url: dict[str, Any]) -> AppTest:
     at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
     for name, value in url.items():
         at.query_params[name] = value
-    return at.run()
+    at.run()  # the course's map, the default page
+    return at.switch_page("pages/self_attention.py").run()
 
 
 def act(at: AppTest, actions: tuple[tuple[str, str, Any], ...]) -> None:

@@ -42,10 +42,9 @@ def open_page(path: str, monkeypatch: pytest.MonkeyPatch, **params: str) -> tupl
     at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=120)
     for name, value in params.items():
         at.query_params[name] = value
-    at.run()
-    if path != "self_attention":
-        handed.clear()
-        at.switch_page(f"pages/{path}.py").run()
+    at.run()  # the course's map, the default page
+    handed.clear()
+    at.switch_page(f"pages/{path}.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at, handed
 

@@ -35,9 +35,8 @@ def split_lengths(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def on_page(path: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
-    at.run()
-    if path != "self_attention":
-        at.switch_page(f"pages/{path}.py").run()
+    at.run()  # the course's map, the default page
+    at.switch_page(f"pages/{path}.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -88,6 +87,7 @@ def test_a_longer_text_in_the_presenters_box_is_refused_there_with_why() -> None
     at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
     at.query_params["present"] = "true"
     at.run()
+    at.switch_page("pages/self_attention.py").run()
     at.text_area(key="w:present:sentence").set_value("z" * 20_001).run()
     assert [e.value for e in at.error] == ["That text is 20,001 characters long and was not taken: a box takes at "
                                            "most 20,000. The box keeps its last text."]  # fmt: skip

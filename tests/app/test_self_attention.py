@@ -24,7 +24,8 @@ def app(**params: str | list[str]) -> AppTest:
     at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
     for name, value in params.items():
         at.query_params[name] = value
-    at.run()
+    at.run()  # the course's map, the default page
+    at.switch_page("pages/self_attention.py").run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 

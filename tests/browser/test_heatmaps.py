@@ -36,7 +36,7 @@ def cell_centre(page, selector: str, i: int, j: int) -> dict:
 
 
 def test_hovering_a_cell_reads_out_its_token_pair_and_value(page, app_url, page_errors):
-    page.goto(app_url + "/")
+    page.goto(app_url + "/self_attention")
     settle(page)
     drawn(page)
     weights = compute(Config(init="normal", draws="stable")).weights[0]  # the page's default weights
@@ -50,7 +50,7 @@ def test_hovering_a_cell_reads_out_its_token_pair_and_value(page, app_url, page_
     page.mouse.move(1, 1)  # leaving the chart hides the readout
     assert tip.is_hidden()
     # a tiny weight reads in scientific notation, not as 0.0000: the tutorial's all-positive weights have some
-    page.goto(app_url + "/?init=rand-transposed&draws=tutorial")
+    page.goto(app_url + "/self_attention?init=rand-transposed&draws=tutorial")
     settle(page)
     drawn(page)
     weights = compute(Config(init="rand-transposed", draws="tutorial")).weights[0]
@@ -69,7 +69,7 @@ def test_a_sessions_first_run_loads_the_heatmap_script_early_and_leaves_no_empty
     is laid out as without it: the title where it was, and only the page's four heatmaps."""
     scripts = []
     page.on("request", lambda r: scripts.append(r.url) if "BidiComponent" in r.url else None)
-    page.goto(app_url + "/")
+    page.goto(app_url + "/self_attention")
     settle(page)
     drawn(page)
     assert len(scripts) == 1, scripts  # the components' script, fetched once
@@ -80,7 +80,7 @@ def test_a_sessions_first_run_loads_the_heatmap_script_early_and_leaves_no_empty
 
 
 def test_clicking_a_row_of_the_weights_follows_that_token(page, app_url, page_errors):
-    page.goto(app_url + "/")
+    page.goto(app_url + "/self_attention")
     settle(page)
     drawn(page)
     heading = page.locator("[data-testid=stMain] [data-testid=stMarkdownContainer] strong").filter(
@@ -102,7 +102,7 @@ def test_clicking_a_row_of_the_weights_follows_that_token(page, app_url, page_er
 def test_a_512_token_sentence_draws_whole_with_readable_thinned_labels(page, app_url, page_errors, width):
     page.set_viewport_size({"width": width, "height": 900})
     words = [f"w{k}" for k in range(MAX_TOKENS)]
-    page.goto(f"{app_url}/?{urllib.parse.urlencode({'sentence': ' '.join(words)})}")
+    page.goto(f"{app_url}/self_attention?{urllib.parse.urlencode({'sentence': ' '.join(words)})}")
     settle(page)
     drawn(page, timeout=120_000)
     shapes = page.eval_on_selector_all(".al-heatmap", "els => els.map(e => [e.dataset.rows, e.dataset.cols])")
@@ -127,7 +127,7 @@ def test_numbers_in_cells_are_readable_or_left_to_the_readout(page, app_url, pag
     hover readout has them. Omega and the weights keep their numbers at both widths; the SVG of omega draws every
     cell's number at the page's size."""
     page.set_viewport_size({"width": width, "height": 900})
-    page.goto(app_url + "/")
+    page.goto(app_url + "/self_attention")
     settle(page)
     drawn(page)
     sizes = dict(page.eval_on_selector_all(".al-heatmap", "els => els.map(e => [e.dataset.title, e.dataset.numberPx])"))

@@ -42,7 +42,7 @@ PAGES = [
     "real_model",
 ]
 # URL paths are the page files' names (see dashboard.py); the default page is served at /.
-URL = {"self_attention": ""}
+URL = {"course": ""}
 EXPECTED_ERRORS: dict[str, int] = {}  # page path -> st.error boxes it shows at its defaults on purpose
 PLACEHOLDER = "This page is being written."
 # Heatmaps that are thumbnails by design, exempt from the projector's 12 px cells: the Real model page's model view
@@ -182,11 +182,10 @@ def test_every_page_draws_its_charts_without_an_exception(page, app_url, page_er
     open_page(page, app_url, path)
     paths = nav_paths(page)
     assert "" in paths and "masks" in paths, f"navigation links: {sorted(paths)}"
-    if path != "self_attention":  # the default page must always be there
-        if URL.get(path, path) not in paths:
-            pytest.skip(f"/{path} is not in the navigation yet")
-        if page.get_by_text(PLACEHOLDER).count():
-            pytest.skip(f"/{path} is still a placeholder")
+    if URL.get(path, path) not in paths:
+        pytest.skip(f"/{path} is not in the navigation yet")
+    if page.get_by_text(PLACEHOLDER).count():
+        pytest.skip(f"/{path} is still a placeholder")
     charts = wait_for_charts(page)
     settle(page)
     assert charts >= 1
@@ -194,13 +193,17 @@ def test_every_page_draws_its_charts_without_an_exception(page, app_url, page_er
     assert page.title() != "" and "Error" not in page.title()
 
 
-def test_root_is_the_self_attention_page(page, app_url, page_errors):
+def test_root_is_the_course_map_with_just_explore_one_click_away(page, app_url, page_errors):
     open_page(page, app_url, "")
-    wait_for_charts(page)
-    assert page.get_by_role("heading", name=re.compile("self-attention", re.I)).count() >= 1
-    link = page.locator('[data-testid="stSidebarNav"] a').filter(has_text=re.compile("self-attention", re.I))
+    heading = page.get_by_role("heading", name=re.compile("predict, then see", re.I))
+    heading.first.wait_for()
+    link = page.locator('[data-testid="stSidebarNav"] a').filter(has_text=re.compile("predict, then see", re.I))
     assert urlparse(link.first.get_attribute("href")).path in ("", "/")
     assert_clean(page, page_errors)
+    page.get_by_role("link", name=re.compile("just explore", re.I)).click()
+    wait_for_charts(page)
+    assert page.get_by_role("heading", name=re.compile("self-attention", re.I)).count() >= 1
+    assert urlparse(page.url).path == "/self_attention"
 
 
 @pytest.mark.parametrize("name", ["seed", "d_k"])

@@ -106,7 +106,7 @@ def test_every_page_loads_with_no_network(server: str, browser) -> None:
                 settled(page)
                 page.wait_for_selector("[data-testid=stMain] h1", timeout=30_000)
                 assert page.locator("[data-testid=stException]").count() == 0, title
-        page.goto(server + "/?seed=7")
+        page.goto(server + "/self_attention?seed=7")
         settled(page)
         page.wait_for_selector(".katex", timeout=60_000)
         page.wait_for_function("document.querySelectorAll('.al-heatmap[data-drawn]').length === 4")
@@ -123,7 +123,7 @@ def test_markup_tokens_show_as_plain_text(server: str, browser) -> None:
     context, page = offline_page(browser, outside)
     try:
         sentence = urllib.parse.quote(" ".join(MARKUP))
-        page.goto(f"{server}/?sentence={sentence}&token=0")
+        page.goto(f"{server}/self_attention?sentence={sentence}&token=0")
         settled(page)
         page.wait_for_selector(".katex", timeout=60_000)
         heading = page.locator("[data-testid=stMain] [data-testid=stMarkdownContainer] strong").first.inner_text()
@@ -170,7 +170,7 @@ def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path:
     outside: list[str] = []
     context, page = offline_page(browser, outside)
     try:
-        page.goto(f"http://{LOOPBACK}:{port}/?seed=7&mask=causal&d_k=8")
+        page.goto(f"http://{LOOPBACK}:{port}/self_attention?seed=7&mask=causal&d_k=8")
         settled(page)
         page.wait_for_selector(".katex", timeout=60_000)
         before = equations(page)

@@ -1,0 +1,105 @@
+"""What a learner waits for at each reveal of the course: from PageDown on a lesson's question to its figure drawn.
+
+    python benchmarks/bench_course.py [--repeats 5] [--json out.json]
+
+Starts `streamlit run dashboard.py` on a free loopback port and drives Debian's Chromium (headless, 1024 x 768, as
+a projector) with Playwright. For each lesson, in a fresh page each repeat: open the lesson's link
+(`/?lesson=<id>`), wait for its question, press PageDown and time, in the page's own clock, from the key press to
+the moment every chart in the main area is drawn (a heatmap's data-drawn, a Vega chart's svg or canvas). The
+reference, in the same page: the next PageDown, to the next lesson's question (a rerun that draws no figure), so
+the ratio says what the figure costs on top of a rerun. Medians of the repeats are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from support import live_server  # noqa: E402
+
+from ui import course  # noqa: E402
+
+APP = '[data-testid="stApp"]'
+CHARTS = '[data-testid="stMain"] .vega-embed, [data-testid="stMain"] .al-heatmap'
+KEYS_JS = "() => window.alStepKeys !== undefined && document.querySelector('.al-step-keys') !== null"
+DRAWN_JS = """(sel) => {
+    const charts = [...document.querySelectorAll(sel)];
+    return charts.length > 0 && charts.every(c => c.classList.contains('al-heatmap')
+        ? c.dataset.drawn !== undefined : c.querySelector('svg, canvas'));
+}"""
+
+
+def settle(page) -> None:
+    page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]', timeout=120_000)
+    page.wait_for_timeout(150)
+    page.wait_for_selector(f'{APP}[data-test-script-state="notRunning"]', timeout=120_000)
+
+
+def one(browser, base: str, lesson: course.Lesson, following: course.Lesson | None) -> tuple[float, float | None]:
+    page = browser.new_page(viewport={"width": 1024, "height": 768})
+    try:
+        page.goto(f"{base}/?lesson={lesson.id}")
+        page.get_by_text("Commit and see").first.wait_for(timeout=120_000)
+        settle(page)
+        page.wait_for_function(KEYS_JS, timeout=60_000)  # the clicker's listener is in place
+        start = time.perf_counter()
+        page.keyboard.press("PageDown")
+        page.wait_for_function(DRAWN_JS, arg=CHARTS, timeout=120_000, polling=10)
+        reveal = time.perf_counter() - start
+        settle(page)
+        if following is None:
+            return reveal, None
+        start = time.perf_counter()
+        page.keyboard.press("PageDown")
+        page.get_by_role("heading", name=following.title).first.wait_for(timeout=120_000)
+        page.get_by_text("Commit and see").first.wait_for(timeout=120_000)
+        return reveal, time.perf_counter() - start
+    finally:
+        page.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    port = live_server.free_port()
+    proc = live_server.start(port, ROOT / "artifacts" / "bench-course-server.log")
+    base = f"http://{live_server.LOOPBACK}:{port}"
+    rows = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=live_server.require_chromium(), args=live_server.CHROMIUM_ARGS
+            )
+            one(browser, base, course.LESSONS[0], None)  # warm: the server's first imports and caches
+            lessons = course.LESSONS
+            for k, lesson in enumerate(lessons):
+                following = lessons[k + 1] if k + 1 < len(lessons) else None
+                runs = [one(browser, base, lesson, following) for _ in range(args.repeats)]
+                reveal = statistics.median(r for r, _ in runs)
+                nxt = statistics.median(n for _, n in runs) if following else None
+                rows.append({"lesson": lesson.id, "reveal_s": reveal, "next_question_s": nxt,
+                             "reveals": [r for r, _ in runs]})  # fmt: skip
+                ratio = f"{reveal / nxt:.2f}" if nxt else "-"
+                nxt_s = f"{nxt:.3f}" if nxt else "-"
+                print(f"{lesson.id:16} reveal {reveal:.3f} s  next question {nxt_s} s  ratio {ratio}", flush=True)
+            browser.close()
+    finally:
+        live_server.stop(proc)
+    print(f"median reveal over the lessons: {statistics.median(r['reveal_s'] for r in rows):.3f} s")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The course in AppTest: the map is the front door, each lesson hides its figure until the learner commits, bad
+answers get a sentence, changed inputs re-ask, the progress travels in the link, and the whole course walks through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from support import charts as chart_reader
+
+from attention.lessons import course as questions
+from ui import course
+
+ROOT = Path(__file__).resolve().parents[2]
+VEGA = "vega_lite_chart"
+
+
+def figures(at: AppTest) -> int:
+    """The figures on the page: our heatmaps and the Vega-Lite charts (bars, bands)."""
+    charts = sum(1 for n in chart_reader._walk(at._tree) if getattr(n, "type", None) == VEGA)
+    return len(chart_reader.drawn(at)) + charts
+
+
+def opened(**params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=300)  # lesson 10 reads the model
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [e.value for e in (*at.info, *at.warning, *at.error, *at.success, *at.caption, *at.markdown)]
+    return "\n".join(str(p) for p in parts)
+
+
+def answer(at: AppTest, lesson: course.Lesson, raw) -> AppTest:
+    """Type or pick an answer and press 'Commit and see'."""
+    q = lesson.question
+    if q.kind == "cell":
+        at.button_group(key=f"co:pick:{lesson.id}").set_value(raw)
+    elif q.kind == "choice":
+        at.radio(key=f"co:pick:{lesson.id}").set_value(raw)
+    else:
+        at.text_input(key=f"co:num:{lesson.id}").set_value(raw)
+    at.button(key=f"FormSubmitter:co:form:{lesson.id}-Commit and see").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def right_and_wrong(lesson: course.Lesson, inputs: dict) -> tuple[object, object]:
+    """A right answer (the package's, as the page shows it) and a wrong one the question can read."""
+    q = lesson.question
+    truth = q.answer(inputs)
+    if q.kind == "number":
+        value = float(truth.value)
+        lo, hi = q.range(inputs)
+        wrong = next(x for x in (value * 2 + 5, value + 1, value - 1) if lo <= x <= hi)
+        return f"{value:g}", f"{wrong:g}"
+    labels = q.choices(inputs)
+    other = next(k for k in range(len(labels)) if k not in (truth.accepted or {truth.value}))
+    return labels[truth.value], labels[other]
+
+
+def test_a_new_visitor_lands_on_the_course_map_with_just_explore_one_click_away():
+    at = opened()
+    assert at.title[0].value == course.TITLE
+    labels = [b.label for b in at.button]
+    for k, lesson in enumerate(course.LESSONS):
+        assert f"○ {k + 1}. {lesson.title}" in labels
+    links = [e for e in chart_reader._walk(at._tree) if getattr(e, "type", None) == "page_link"]
+    assert any("Just explore" in link.proto.label and link.proto.page.endswith("self_attention") for link in links)
+    assert figures(at) == 0
+
+
+@pytest.mark.parametrize("lesson", course.LESSONS, ids=lambda lesson: lesson.id)
+def test_each_lesson_hides_its_figure_until_the_learner_commits(lesson):
+    at = opened(lesson=lesson.id)  # the map's entry opens the lesson: the link it writes
+    assert at.subheader[0].value.endswith(lesson.title)
+    assert figures(at) == 0
+    inputs = {n: at.session_state["p:" + n] for n in lesson.question.reads}
+    right, wrong = right_and_wrong(lesson, inputs)
+    at = answer(at, lesson, wrong)
+    assert figures(at) > 0
+    assert at.warning and at.warning[0].value.startswith("Not quite"), texts(at)
+    assert at.query_params["progress"] == f"{lesson.id}:wrong"
+    assert any(b.label.startswith("Next:") or b.label.startswith("Back to the course map") for b in at.button)
+
+
+def test_a_right_answer_on_a_sentence_of_the_learners_own():
+    lesson = course.BY_ID["soft_lookup"]
+    sentence = "the quick brown fox jumps over the lazy dog"
+    at = opened(lesson=lesson.id, sentence=sentence, token="3")
+    inputs = {n: at.session_state["p:" + n] for n in lesson.question.reads}
+    assert inputs["sentence"] == sentence
+    right, _ = right_and_wrong(lesson, inputs)
+    at = answer(at, lesson, right)
+    assert at.success and at.success[0].value.startswith("Right"), texts(at)
+    assert figures(at) > 0
+    assert at.query_params["progress"] == "soft_lookup:right"
+
+
+@pytest.mark.parametrize(("raw", "words"), [("", "Type your prediction"), ("lots", "is not a number"),
+                                            ("-1", "out of range")])  # fmt: skip
+def test_a_bad_answer_gets_a_sentence_and_no_figure(raw, words):
+    lesson = course.BY_ID["masks"]
+    at = answer(opened(lesson=lesson.id), lesson, raw)
+    assert any(words in w.value for w in at.warning), texts(at)
+    assert figures(at) == 0
+    assert "progress" not in at.query_params
+
+
+def test_changing_the_sentence_after_answering_asks_again():
+    lesson = course.BY_ID["masks"]
+    at = opened(lesson=lesson.id)
+    at = answer(at, lesson, "15")  # six tokens, causal: 15 zeros
+    assert at.success and figures(at) > 0
+    at.text_area(key="w:sentence").set_value("one two three").run()
+    assert not at.exception
+    assert figures(at) == 0, "the old answer must not be graded against the new numbers"
+    assert "predict again" in texts(at)
+    assert "3 × 3" in texts(at)
+    at = answer(at, lesson, "3")
+    assert at.success and at.success[0].value.startswith("Right")
+
+
+def test_the_progress_in_a_link_marks_the_map_and_continue_goes_to_the_first_lesson_not_done():
+    at = opened(progress="soft_lookup:right,softmax:wrong,nonsense:right,scaling:bogus")
+    labels = [b.label for b in at.button]
+    assert "✓ 1. The soft lookup" in labels
+    assert "✗ 2. Scores and the softmax" in labels
+    assert "○ 3. Why divide by √d_k" in labels
+    at.button(key="co:start").click().run()
+    assert at.query_params["lesson"] == "scaling"
+
+
+def test_a_page_links_to_its_lesson():
+    at = chart_reader.open_page("masks")
+    at.button(key="co:lesson-link").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.subheader[0].value.endswith(course.BY_ID["masks"].title)
+    assert at.session_state["p:mask"] == "causal"  # the lesson's own setting
+
+
+def test_the_whole_course_from_the_map_to_the_end():
+    at = opened()
+    at.button(key="co:start").click().run()
+    for lesson in course.LESSONS:
+        assert at.query_params["lesson"] == lesson.id
+        assert figures(at) == 0
+        inputs = questions.inputs_for(lesson.question, {n: at.session_state["p:" + n] for n in lesson.question.reads})
+        right, _ = right_and_wrong(lesson, inputs)
+        at = answer(at, lesson, right)
+        assert at.success and at.success[0].value.startswith("Right"), (lesson.id, texts(at))
+        at.button(key="co:next" if lesson is not course.LESSONS[-1] else "co:end").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == course.TITLE
+    labels = [b.label for b in at.button]
+    assert all(f"✓ {k + 1}. {lesson.title}" in labels for k, lesson in enumerate(course.LESSONS))
+    assert at.query_params["progress"] == ",".join(f"{lesson.id}:right" for lesson in course.LESSONS)

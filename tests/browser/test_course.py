@@ -1,0 +1,82 @@
+"""The course on a projector's 1024 x 768, run from a clicker: PageDown alone takes three lessons in a row from the
+question to the reveal and on, with the figure that answers each question on screen after the press; and each
+lesson's entry on the map opens that lesson."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from browser.test_pages import CHARTS, assert_clean, open_page, settle, wait_for_charts
+from ui import course
+
+pytestmark = pytest.mark.browser
+
+PROJECTOR = {"width": 1024, "height": 768}
+MAIN_CHARTS = ", ".join(f'[data-testid="stMain"] {c}' for c in CHARTS.split(", "))
+# every chart drawn and at least partly inside the window: what the room sees after the press
+# the clicker's listener is in place (the keys component has mounted): a press before it would go nowhere
+KEYS_JS = "() => window.alStepKeys !== undefined && document.querySelector('.al-step-keys') !== null"
+IN_VIEW_JS = """(sel) => {
+    const charts = [...document.querySelectorAll(sel)];
+    const drawn = charts.filter(c => c.classList.contains('al-heatmap')
+        ? c.dataset.drawn !== undefined : c.querySelector('svg, canvas'));
+    const seen = drawn.filter(c => { const r = c.getBoundingClientRect();
+        return r.width >= 240 && r.top < window.innerHeight && r.bottom > 0; });
+    return charts.length > 0 && drawn.length === charts.length && seen.length > 0;
+}"""
+
+
+def lesson_heading(page) -> str:
+    return page.locator('[data-testid="stMain"] h3').first.inner_text()
+
+
+def figures(page) -> int:
+    return page.locator(MAIN_CHARTS).count()
+
+
+def test_pagedown_alone_runs_three_lessons_from_question_to_reveal(page, app_url, page_errors, shoot):
+    page.set_viewport_size(PROJECTOR)
+    open_page(page, app_url, "", "present=true")  # the map; no click on the page before the keys
+    page.get_by_role("heading", name=re.compile("predict, then see", re.I)).first.wait_for()
+    settle(page)
+    page.wait_for_function(KEYS_JS)
+    page.keyboard.press("PageDown")  # the map's PageDown opens the first lesson
+    first = 0
+    for k in range(first, first + 3):
+        lesson = course.LESSONS[k]
+        page.get_by_role("heading", name=re.compile(re.escape(lesson.title))).first.wait_for()
+        settle(page)
+        assert figures(page) == 0, f"{lesson.id}: a figure before the question was answered"
+        shoot(page, f"test_course_{k + 1}_{lesson.id}_question")
+        page.wait_for_function(KEYS_JS)
+        page.keyboard.press("PageDown")  # the room has thought: reveal
+        page.wait_for_function(IN_VIEW_JS, arg=MAIN_CHARTS, timeout=60_000)
+        settle(page)
+        assert page.get_by_text("The lab computed").count() >= 1
+        shoot(page, f"test_course_{k + 1}_{lesson.id}_reveal")
+        page.wait_for_function(KEYS_JS)
+        page.keyboard.press("PageDown")  # on to the next lesson's question
+        settle(page)
+    assert parse_qs(urlparse(page.url).query)["lesson"] == [course.LESSONS[first + 3].id]
+    progress = parse_qs(urlparse(page.url).query)["progress"][0]
+    assert progress == ",".join(f"{lesson.id}:seen" for lesson in course.LESSONS[first : first + 3])
+    assert_clean(page, page_errors)
+
+
+def test_each_map_entry_opens_its_lesson_and_the_page_link_goes_to_the_right_page(page, app_url, page_errors):
+    page.set_viewport_size(PROJECTOR)
+    for lesson in course.LESSONS:
+        open_page(page, app_url, "")
+        page.get_by_role("button", name=re.compile(re.escape(lesson.title))).first.click()
+        page.get_by_role("heading", name=re.compile(re.escape(lesson.title))).first.wait_for()
+        settle(page)
+        assert parse_qs(urlparse(page.url).query)["lesson"] == [lesson.id]
+        assert figures(page) == 0
+    link = page.get_by_role("link", name=re.compile("Open the page"))
+    link.click()
+    wait_for_charts(page)
+    assert urlparse(page.url).path == "/" + course.LESSONS[-1].page.removeprefix("pages/").removesuffix(".py")
+    assert_clean(page, page_errors)

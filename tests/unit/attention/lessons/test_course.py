@@ -1,0 +1,182 @@
+"""The course's questions: on three inputs each (one at least whose answer differs from the default's), the right
+answer, worked out here another way, is graded right and a wrong one wrong; unreadable answers get a sentence."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attention import compute, tokenize
+from attention.basics import masks
+from attention.lessons import course
+from attention.llm import kv_memory
+from attention.models import minilm
+
+Q = course.QUESTIONS
+OTHER = "the cat sat on the mat because it was tired"
+
+
+def result(inputs, **over):
+    return compute(course.toy_config(inputs, **over))
+
+
+def lookup_oracle(i):
+    r = result(i)
+    t = min(int(i["token"]), len(r.tokens) - 1)
+    return int(r.omega[0, t].argmax())  # the largest score wins the softmax: no softmax needed
+
+
+def softmax_oracle(i):
+    r = result(i, mask="none")
+    t = min(int(i["token"]), len(r.tokens) - 1)
+    row = r.omega[0, t] / math.sqrt(r.d_k)
+    before, after = torch.softmax(row, -1).max(), torch.softmax(2 * row, -1).max()
+    return 0 if after > before + 1e-6 else 1 if after < before - 1e-6 else 2
+
+
+def mask_oracle(i):
+    n = len(tokenize(i["sentence"]))
+    if i["mask"] == "none":
+        return 0
+    if i["mask"] == "causal":
+        return n * (n - 1) // 2
+    return int((~masks.window(n, n, int(i["window"]))).sum())
+
+
+def heads_oracle(i):
+    r = result(i)
+    t = min(int(i["token"]), len(r.tokens) - 1)
+    return len({int(r.omega[h, t].argmax()) for h in range(r.heads)})
+
+
+def kv_oracle(i):
+    m = kv_memory.MODELS[i["kv_model"]]
+    return m.layers * m.kv_heads * (m.d_model // m.heads) * 2
+
+
+def flash_oracle(i):
+    n = len(tokenize(i["sentence"]))
+    b = min(int(i["block_size"]), n)
+    return int(i["heads"]) * (b * b + 2 * n)
+
+
+def encoder_oracle(i):
+    """The share of weight on [CLS] and [SEP] from the model's full forward pass, in quarters."""
+    run = minilm.forward(minilm.load(), i["sentence"])
+    special = [k for k, t in enumerate(run.tokens) if t in ("[CLS]", "[SEP]")]
+    share = float(run.weights[int(i["layer"]), int(i["head"])][:, special].sum(-1).mean())
+    return min(int(share * 4), 3)
+
+
+# question id -> (the oracle, three inputs the test chose)
+CASES = {
+    "soft_lookup": (lookup_oracle, [{}, {"sentence": OTHER, "token": 6}, {"seed": 7, "d_k": 3, "token": 0}]),
+    "softmax": (softmax_oracle, [{}, {"sentence": OTHER, "token": 3}, {"sentence": "alone", "token": 0}]),
+    "scaling": (lambda i: math.sqrt(int(i["d_k"])), [{}, {"d_k": 1}, {"d_k": 256, "sentence": OTHER, "seed": 3}]),
+    "masks": (mask_oracle, [{}, {"sentence": OTHER, "mask": "none"}, {"sentence": OTHER, "mask": "window"}]),
+    "multi_head": (heads_oracle, [{}, {"heads": 2}, {"sentence": OTHER, "heads": 16, "token": 2, "seed": 5}]),
+    "position": (
+        lambda i: 0 if i["position"] == "none" else 1,
+        [{}, {"position": "none"}, {"sentence": OTHER, "position": "sinusoidal"}],
+    ),  # fmt: skip
+    "cross_attention": (
+        lambda i: len(tokenize(i["cross_sentence"])),
+        [{}, {"cross_sentence": "short"}, {"sentence": "a b", "cross_sentence": OTHER}],
+    ),  # fmt: skip
+    "kv_cache": (kv_oracle, [{}, {"kv_model": "Llama 2 70B"}, {"kv_model": "Mistral 7B"}]),
+    "real_model": (
+        encoder_oracle,
+        [{}, {"layer": 0, "head": 5}, {"sentence": "The cat sat on the mat.", "layer": 5, "head": 0}],
+    ),  # fmt: skip
+    "flash_attention": (flash_oracle, [{}, {"block_size": 4, "sentence": OTHER}, {"block_size": 1, "heads": 3}]),
+}
+
+
+def test_every_question_has_its_cases():
+    assert set(CASES) == set(Q)
+
+
+def cases():
+    for qid, (oracle, given) in CASES.items():
+        for k, g in enumerate(given):
+            yield pytest.param(qid, oracle, g, id=f"{qid}-{k}")
+
+
+@pytest.mark.parametrize(("qid", "oracle", "given"), list(cases()))
+def test_the_right_answer_is_right_and_a_wrong_one_wrong(qid, oracle, given):
+    q = Q[qid]
+    inputs = course.inputs_for(q, given)
+    right = oracle(inputs)
+    if q.kind == "number":
+        good = str(right)
+        # a wrong number the question can read: in its range, beyond its tolerance of the right one
+        lo, hi = q.range(inputs)
+        bad = next(str(x) for x in (right * 2 + 5, right + 1, right - 1, right / 3) if lo <= x <= hi
+                   and abs(x - right) > q.tolerance * (abs(right) if q.relative else 1) + 1e-9)  # fmt: skip
+    else:
+        good = right
+        bad = next(k for k in range(len(q.choices(inputs))) if k not in (q.answer(inputs).accepted or {right}))
+    verdict = q.check(inputs, good)
+    assert verdict.ok is True, verdict.message
+    assert verdict.message.startswith("Right")
+    wrong = q.check(inputs, bad)
+    assert wrong.ok is False, wrong.message
+    assert wrong.message.startswith("Not quite")
+
+
+@pytest.mark.parametrize("qid", list(Q))
+def test_some_input_changes_the_right_answer(qid):
+    """The answer follows the inputs: one of the test's inputs has another right answer than the default's."""
+    oracle, given = CASES[qid]
+    q = Q[qid]
+    answers = [oracle(course.inputs_for(q, g)) for g in given]
+    assert any(a != answers[0] for a in answers[1:]), answers
+    computed = [q.answer(course.inputs_for(q, g)).value for g in given]
+    assert len(set(map(str, computed))) > 1
+
+
+@pytest.mark.parametrize("qid", [q.id for q in Q.values() if q.kind == "number"])
+@pytest.mark.parametrize(("raw", "words"), [("", "Type your prediction"), ("twelve", "is not a number"),
+                                            ("-5", "out of range"), ("nan", "out of range")])  # fmt: skip
+def test_unreadable_numbers_say_what_is_asked(qid, raw, words):
+    q = Q[qid]
+    inputs = course.inputs_for(q, {})
+    verdict = q.check(inputs, raw)
+    assert verdict.ok is None
+    assert words in verdict.message
+    assert "a number from {:g} to {:g}".format(*q.range(inputs)) in verdict.message
+
+
+def test_a_count_past_the_sentences_cells_is_out_of_range():
+    q = Q["masks"]
+    inputs = course.inputs_for(q, {"sentence": "one two three"})
+    assert q.range(inputs) == (0, 9)
+    assert "out of range: type a number from 0 to 9" in q.check(inputs, "10").message
+    assert q.check(inputs, "3").ok is True
+
+
+@pytest.mark.parametrize("qid", [q.id for q in Q.values() if q.kind != "number"])
+@pytest.mark.parametrize("raw", [None, "", 99, "no such answer"])
+def test_a_choice_must_be_one_offered(qid, raw):
+    q = Q[qid]
+    verdict = q.check(course.inputs_for(q, {}), raw)
+    assert verdict.ok is None
+    assert "Pick one" in verdict.message
+
+
+def test_a_number_within_the_stated_tolerance_counts():
+    q = Q["scaling"]  # 20% of the computed spread
+    inputs = course.inputs_for(q, {})
+    value = float(q.answer(inputs).value)
+    assert q.check(inputs, str(value * 1.19)).ok is True
+    assert q.check(inputs, str(value * 1.21)).ok is False
+    assert "within 20%" in q.check(inputs, "1").message
+
+
+def test_the_fingerprint_follows_what_the_question_reads():
+    q = Q["soft_lookup"]
+    a = course.inputs_for(q, {})
+    assert course.fingerprint(q, a) != course.fingerprint(q, {**a, "sentence": OTHER})
+    assert course.fingerprint(q, a) == course.fingerprint(q, {**a, "window": 9})  # not read: the same question
