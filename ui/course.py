@@ -21,6 +21,7 @@ from attention.lessons import permutation, soft_lookup
 from attention.lessons.course import Question, Verdict
 from attention.llm import flash, kv_memory
 
+from . import poll
 from .charts import band_chart, bars, chart, sweep_frame
 from .heatmaps import heatmap
 from .lessons import clicks
@@ -469,6 +470,8 @@ def lesson_view(lesson: Lesson) -> None:
         _controls(lesson)
     box = st.container(key=STAGE)
     box.markdown(f"**Predict:** {plain(q.prompt(now))}")
+    if poll.hosting() is not None:  # this tab opened a class poll: the room is asked this lesson's question
+        poll.push(poll.from_course(q, now))
     if st.session_state.get("course:changed") == lesson.id and kept is None:
         box.info("Your inputs changed since you answered: predict again on these numbers.")
     if kept is None:

@@ -17,6 +17,7 @@ from typing import Any
 import streamlit as st
 
 from attention import Config, compute
+from attention.lessons import course
 from server import poll as rooms
 from server.poll import PollError, Question, Unavailable
 
@@ -68,6 +69,32 @@ def demo_questions() -> tuple[Question, ...]:
             answer=f"{best[0]},{best[1]}",
         ),
     )
+
+
+def from_course(question: Any, inputs: dict[str, Any]) -> Question:
+    """The course's question (attention.lessons.course.Question) on these inputs as the poll asks it: its prompt,
+    choices (a cell question's cells become choices) or range, and the answer the package computes now."""
+    truth = question.answer(inputs)
+    if question.kind == "number":
+        lo, hi = question.range(inputs)
+        return Question(f"course.{question.id}", question.prompt(inputs), "number", lo=lo, hi=hi,
+                        answer=f"{float(truth.value):.6g}", tolerance=question.margin(truth))  # fmt: skip
+    return Question(f"course.{question.id}", question.prompt(inputs), "choice", question.choices(inputs),
+                    answer=str(int(truth.value)))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def course_questions() -> dict[str, Any]:
+    """The course's questions by the poll's id, in the course's order (asked at each lesson's own inputs)."""
+    return {f"course.{q.id}": q for q in course.QUESTIONS.values()}
+
+
+def _asked(picked: str) -> Question:
+    """The picked question as the room is asked it: a course question is computed now, at its lesson's inputs."""
+    q = course_questions().get(picked)
+    if q is None:
+        return {d.id: d for d in demo_questions()}[picked]
+    return from_course(q, course.inputs_for(q, {}))
 
 
 def _guard(draw: Callable[[], Any]) -> Any:
@@ -185,7 +212,7 @@ def _revealed(tally: rooms.Tally, mine: str | None) -> None:
     if right is not None:
         st.success(f"The answer: **{plain(q.label(right))}**")
     if mine is not None and right is not None:
-        st.markdown(f"You answered **{plain(q.label(mine))}**: " + ("right." if mine == right else "not this time."))
+        st.markdown(f"You answered **{plain(q.label(mine))}**: " + ("right." if q.is_right(mine) else "not this time."))
     _split(tally)
 
 
@@ -194,7 +221,7 @@ def _split(tally: rooms.Tally) -> None:
     total = max(tally.answered, 1)
     rows = tally.rows()
     for value, label, n in rows[:MOST_ROWS]:
-        mark = "✓ " if tally.revealed and value == tally.question.answer else ""
+        mark = "✓ " if tally.revealed and tally.question.is_right(value) else ""
         st.progress(n / total, text=f"{mark}{plain(label)}: {n} ({100 * n / total:.0f} %)")
     if len(rows) > MOST_ROWS:
         st.caption(f"… and {len(rows) - MOST_ROWS} more values (all of them in the download).")
@@ -262,12 +289,21 @@ def projector(questions: Sequence[Question] | None = None) -> None:
     words.markdown(f"### Join: `{link}`")
     words.markdown(f"# Room code {code}")
     words.caption("Or open the Class poll page and type the code.")
-    questions = list(questions or demo_questions())
-    by_id = {q.id: q for q in questions}
+    if questions is None:  # the course's questions at each lesson's own inputs, then the demo's
+        texts = {i: f"Lesson: {q.prompt(course.inputs_for(q, {}))}" for i, q in course_questions().items()}
+        texts.update({q.id: q.text for q in demo_questions()})
+        make = _asked
+    else:
+        texts = {q.id: q.text for q in questions}
+        make = {q.id: q for q in questions}.__getitem__
     row = st.container(horizontal=True, vertical_alignment="bottom")
-    picked = row.selectbox("Question", list(by_id), format_func=lambda i: by_id[i].text, key="poll:pick")
+    picked = row.selectbox("Question", list(texts), format_func=lambda i: texts[i], key="poll:pick")
     if row.button("Ask", key="poll:ask", icon=":material/campaign:"):
-        _guard(lambda: rooms.shared().ask(code, key, by_id[picked]))
+        _guard(lambda: rooms.shared().ask(code, key, make(picked)))
+    st.caption(
+        "Or step through the course in presenter mode from this tab: each lesson's question is asked here as you "
+        "reach it, on the numbers the projector shows."
+    )
     _projector_live(code, key)
 
 

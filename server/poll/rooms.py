@@ -49,6 +49,7 @@ class Question:
     lo: float = -1e12  # number: the accepted range
     hi: float = 1e12
     answer: str | None = None
+    tolerance: float = 0.0  # number: how far from the answer a value still counts as right (the course's own)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -106,6 +107,14 @@ class Question:
         if not (row.isdigit() and col.isdigit() and int(row) < len(self.rows) and int(col) < len(self.cols)):
             raise PollError("That is not a cell of the matrix.")
         return f"{int(row)},{int(col)}"
+
+    def is_right(self, value: str | None) -> bool:
+        """Whether a counted value is the answer (a number: within the tolerance)."""
+        if value is None or self.answer is None:
+            return False
+        if self.kind == "number":
+            return abs(float(value) - float(self.answer)) <= self.tolerance + 1e-9
+        return value == self.answer
 
     def label(self, value: str) -> str:
         """A counted value as the screen shows it."""

@@ -62,6 +62,7 @@ def test_a_room_asks_counts_without_marking_and_reveals_to_everyone(replicas) ->
     code, key = projector.session_state["p:room"], projector.session_state["p:host"]
     assert server.poll.shared().is_host(code, key)
     assert f"poll?room={code}" in texts(projector)
+    projector.selectbox(key="poll:pick").set_value("demo.rows")
     projector.button(key="poll:ask").click().run()
     ok(projector)
     assert "After the softmax" in texts(projector)
@@ -164,3 +165,56 @@ def test_the_course_pushes_its_question_into_the_room_its_session_hosts(monkeypa
     (code,) = [c for c in poll.store._rooms]  # the one room the script opened
     room = poll.room(code)
     assert room.question.id == "course.1" and room.question.choices == ("a", "b") and room.question.answer == "1"
+
+
+def test_the_projector_asks_the_courses_questions_with_the_answer_computed(monkeypatch) -> None:
+    """The projector's picker lists every lesson's question first; asked, its answer is the course's own, computed
+    at the lesson's inputs (a number keeps the course's tolerance)."""
+    from attention.lessons import course
+
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+    projector = app("poll_room")
+    projector.button(key="poll:open").click().run()
+    code = projector.session_state["p:room"]
+    options = projector.selectbox(key="poll:pick").options
+    ids = [f"course.{q}" for q in course.QUESTIONS]
+    assert [o for o in options if o.startswith("Lesson: ")][: len(ids)] == [
+        f"Lesson: {q.prompt(course.inputs_for(q, {}))}" for q in course.QUESTIONS.values()
+    ]
+    number = next(q for q in course.QUESTIONS.values() if q.kind == "number")
+    projector.selectbox(key="poll:pick").set_value(f"course.{number.id}")
+    projector.button(key="poll:ask").click().run()
+    ok(projector)
+    asked = poll.room(code).question
+    inputs = course.inputs_for(number, {})
+    truth = number.answer(inputs)
+    assert asked.id == f"course.{number.id}" and asked.kind == "number"
+    assert float(asked.answer) == pytest.approx(float(truth.value), rel=1e-5)
+    assert asked.tolerance == pytest.approx(number.margin(truth))
+    inside = float(truth.value) + 0.9 * number.margin(truth)
+    assert asked.is_right(f"{inside:.6g}") == (number.margin(truth) > 0 or inside == float(truth.value))
+    assert not asked.is_right(f"{float(truth.value) + number.margin(truth) + 1:.6g}")
+
+
+def test_the_course_in_presenter_mode_asks_the_room_each_lessons_question_on_its_own_numbers(monkeypatch) -> None:
+    """A tab that hosts a room and steps through the course asks the room each lesson's question, computed on the
+    numbers that tab shows (here: a sentence of the test's own), and moves it on with the lesson."""
+    from attention.lessons import course
+
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+    code, key = poll.open()
+    first, second = list(course.QUESTIONS.values())[:2]
+    sentence = "every cat chased one small red ball"
+    at = app("course", room=code, host=key, lesson=first.id, sentence=sentence)
+    asked = poll.room(code).question
+    inputs = {**course.inputs_for(first, {}), **({"sentence": sentence} if "sentence" in first.reads else {})}
+    assert asked.id == f"course.{first.id}" and asked.text == first.prompt(inputs)
+    assert asked.answer == str(int(first.answer(inputs).value)) or first.kind == "number"
+    at.query_params["lesson"] = second.id
+    at = app("course", room=code, host=key, lesson=second.id, sentence=sentence)
+    assert poll.room(code).question.id == f"course.{second.id}"
+    nobody = app("course", room=code, host="not-the-key", lesson=first.id)  # a learner's tab asks nothing
+    ok(nobody)
+    assert poll.room(code).question.id == f"course.{second.id}"
