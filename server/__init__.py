@@ -5,6 +5,8 @@ process (Community Cloud gives the whole app 690 MB), so these are process-wide,
                         limit) before it starts; the caches that keep big things register an evictor
     server/warmup.py    heavy modules imported at first use, and warmed in a background thread
     server/training.py  Watch it learn's training pool: runs trained in worker processes or threads, queued, kept
+    server/shared.py    values made once per key across the server and kept within a byte capacity (the real
+                        models' runs, the head atlases)
 
 `start()` starts the process's background work (heap trimming, the warm-up); dashboard.py calls it once the
 packages are imported. Importing `server` (or `ui`) starts nothing.
