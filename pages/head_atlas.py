@@ -24,11 +24,12 @@ read = f"{a.texts} texts, {a.tokens} tokens" if a.texts > 1 else f"{a.tokens} to
 st.caption(f"{H.MODELS[model]}: {a.layers} layers × {a.heads} heads scored over {H.INPUTS[source]} ({read}).")
 missing = a.missing()
 if missing:
-    st.info(
-        f"The {' and '.join(H.NAMES[k] for k in missing)} scores need a token that appears twice, and this "
-        "text has none: they are left out rather than shown as zeros. Type a text with a repeated word, or "
-        "pick repeated random tokens."
+    more = (
+        " Type a text with a repeated word, or pick repeated random tokens."
+        if set(missing) & set(H.NEED_REPEATS)
+        else ""
     )
+    st.info(a.missing_words() + more)
 
 st.subheader("Every head")
 offered = [k for k in a.scores if k not in missing]

@@ -91,8 +91,6 @@ def frame(a: H.Atlas) -> pd.DataFrame:
     rows = a.rows()
     out = pd.DataFrame(rows)
     out.insert(0, "name", [H.head_name(r["layer"], r["head"]) for r in rows])
-    if a.group == 1:
-        out = out.drop(columns="kv_group")
     return out
 
 

@@ -225,16 +225,30 @@ class Atlas:
     def nbytes(self) -> int:
         return sum(s.nbytes for s in self.scores.values())
 
+    def missing_words(self) -> str:
+        """Why scores are missing, in a sentence ("" when none is)."""
+        repeats = [NAMES[k] for k in self.missing() if k in NEED_REPEATS]
+        out = []
+        if repeats:
+            out.append(f"The {' and '.join(repeats)} scores need a token that appears twice, and this input has "
+                       "none: they are left out rather than shown as zeros.")  # fmt: skip
+        if "punctuation" in self.missing():
+            out.append("The punctuation score needs a punctuation mark, and this input has none: it is left out.")
+        return " ".join(out)
+
     def missing(self) -> list[str]:
         """The scores no query of the input could be averaged over (no repeated token: duplicate, induction)."""
         return [k for k, n in self.counts.items() if n == 0]
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict a head, layer by layer: layer, head, kv_group, then each score (None where missing)."""
+        """One dict a head, layer by layer: layer, head, kv_group (grouped-query models), then each score (None
+        where missing)."""
         out = []
         for layer in range(self.layers):
             for head in range(self.heads):
-                row: dict[str, Any] = {"layer": layer, "head": head, "kv_group": head // self.group}
+                row: dict[str, Any] = {"layer": layer, "head": head}
+                if self.group > 1:
+                    row["kv_group"] = head // self.group
                 for k, s in self.scores.items():
                     v = float(s[layer, head])
                     row[k] = None if math.isnan(v) else round(v, 6)
