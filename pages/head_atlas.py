@@ -13,9 +13,8 @@ st.caption(
     "two scores for the axes; click a head to open it on its model's page. Layers and heads count from 0."
 )
 ui.show_url_warnings(prefix=atlas.PREFIX)
-c = st.columns([1, 2])
-model = ui.segmented(atlas.PREFIX + "model", container=c[0], format_func=H.MODELS.get)
-source = ui.segmented(atlas.PREFIX + "input", container=c[1], format_func=H.INPUTS.get)
+model = ui.segmented(atlas.PREFIX + "model", format_func=H.MODELS.get)
+source = ui.segmented(atlas.PREFIX + "input", format_func=H.INPUTS.get)
 text = str(ui.text(atlas.PREFIX + "text", container=st, label="Your text")) if source == "text" else None
 drop_first = ui.toggle(atlas.PREFIX + "drop_first", container=st)
 a = atlas.atlases_or_stop(model, source, text)[int(drop_first)]

@@ -94,6 +94,12 @@ def frame(a: H.Atlas) -> pd.DataFrame:
     return out
 
 
+def _scale(score: str):
+    """A share is drawn from 0 to 1, whatever its largest value (a best induction score of 0.03 looks as small as
+    it is); a distance in tokens from 0."""
+    return alt.Scale(zero=True, nice=True) if score == "mean_distance" else alt.Scale(domain=[0, 1])
+
+
 def scatter(table: pd.DataFrame, x: str, y: str, colour: str, key: str = "atlas:scatter") -> tuple[int, int] | None:
     """Every head a point at (x score, y score), coloured by its layer or its K/V group, its layer, head and every
     score on hover; returns the (layer, head) clicked, or None."""
@@ -111,8 +117,8 @@ def scatter(table: pd.DataFrame, x: str, y: str, colour: str, key: str = "atlas:
         alt.Chart(table)
         .mark_circle(size=70, opacity=0.85, stroke="#222", strokeWidth=0.4)
         .encode(
-            x=alt.X(f"{x}:Q", title=f"{H.NAMES[x]} score"),
-            y=alt.Y(f"{y}:Q", title=f"{H.NAMES[y]} score"),
+            x=alt.X(f"{x}:Q", title=f"{H.NAMES[x]} score", scale=_scale(x)),
+            y=alt.Y(f"{y}:Q", title=f"{H.NAMES[y]} score", scale=_scale(y)),
             color=color,
             tooltip=tooltip,
         )

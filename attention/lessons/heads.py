@@ -294,9 +294,17 @@ def top_sentences(a: Atlas, n: int = 3) -> list[str]:
         rest = ", ".join(f"{head_name(lay, h)} ({fmt.format(v)})" for lay, h, v in top[1:])
         lay, h, v = top[0]
         unit = " tokens" if k == "mean_distance" else ""
-        out.append(f"{head_name(lay, h)} is the {what} {noun} on {INPUTS[a.source]}: {fmt.format(v)}{unit}"
-                   + (f"; then {rest}." if rest else "."))  # fmt: skip
+        then = f"; then {rest}." if rest else "."
+        if k in STRONG and v < STRONG[k]:  # a weak best is no "strongest X head": said as the highest score
+            out.append(f"No head reaches {STRONG[k]} as {_a(NAMES[k])} head on {INPUTS[a.source]}; the highest "
+                       f"score is {head_name(lay, h)}'s, {fmt.format(v)}{then}")  # fmt: skip
+            continue
+        out.append(f"{head_name(lay, h)} is the {what} {noun} on {INPUTS[a.source]}: {fmt.format(v)}{unit}{then}")
     return out
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[0] in "aeiou" else "a ") + noun
 
 
 def _layers_in_words(layers: list[int], total: int) -> str:
@@ -322,7 +330,7 @@ def findings(a: Atlas) -> list[str]:
             start = next(lay for lay in range(total) if all(float(per_layer[m]) > SINK_LAYER for m in range(lay, total))
                          ) if float(per_layer[-1]) > SINK_LAYER else None  # fmt: skip
             where = (f"from layer {start} on, every layer's heads" if start is not None else
-                     f"in {len(sunk)} of {total} layers ({', '.join(map(str, sunk))}), the heads")  # fmt: skip
+                     f"in {len(sunk)} of {total} layers (from {sunk[0]} to {sunk[-1]}), the heads")  # fmt: skip
             then = ("The other scores here leave it out." if a.drop_first else
                     "Switch on “Leave the first token out” to see where the rest goes.")  # fmt: skip
             out.append(f"Sinks: {where} park more than half of their attention on the first token, on average "
@@ -339,8 +347,7 @@ def findings(a: Atlas) -> list[str]:
                        f"{_layers_in_words([lay for lay, _, _ in strong], total)}.")  # fmt: skip
         else:
             best = ranked(a.scores[k], 1)[0]
-            article = "an" if NAMES[k][0] in "aeiou" else "a"
-            out.append(f"No head scores {STRONG[k]} or more as {article} {NAMES[k]} head here (the best, "
+            out.append(f"No head scores {STRONG[k]} or more as {_a(NAMES[k])} head here (the best, "
                        f"{head_name(best[0], best[1])}, {best[2]:.2f}).")  # fmt: skip
     if a.counts.get("entropy"):
         per_layer = a.scores["entropy"].mean(dim=1)
