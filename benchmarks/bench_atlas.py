@@ -47,14 +47,14 @@ def rss_mb(pid: int | str = "self") -> tuple[float, float]:
     return tuple(int(fields[k].split()[0]) / 1000 for k in ("VmRSS", "VmHWM"))  # type: ignore[return-value]
 
 
-def in_process(repeats: int) -> None:
+def in_process(repeats: int, text_only: bool = False) -> None:
     torch.set_num_threads(1)
     for model in ("minilm", "smollm2"):
         t0 = time.perf_counter()
         H.runner(model)
         load = time.perf_counter() - t0
         before = rss_mb()
-        for source in ("corpus", "repeated"):
+        for source in () if text_only else ("corpus", "repeated"):
             times = []
             for _ in range(repeats):
                 t0 = time.perf_counter()
@@ -80,6 +80,8 @@ def in_process(repeats: int) -> None:
             f"{statistics.median(ref):.2f} s (ratio {statistics.median(times) / statistics.median(ref):.2f})"
         )
         after = rss_mb()
+        if text_only:
+            continue
         peak = max(H.runner(model).weights_bytes(len(t.ids)) for t in H.inputs(model, "corpus"))
         print(f"{model} memory: RSS {before[0]:.0f} -> {after[0]:.0f} MB, peak (HWM) {after[1]:.0f} MB; "
               f"largest pass admitted against the budget {peak / 1e6:.1f} MB; atlas pair kept "
@@ -175,9 +177,10 @@ if __name__ == "__main__":
     cli.add_argument("--repeats", type=int, default=5)
     cli.add_argument("--browser", action="store_true")
     cli.add_argument("--no-timings", action="store_true", help="only the browser")
+    cli.add_argument("--text-only", action="store_true", help="in-process: only the 64-token text and its reference")
     cli.add_argument("--port", type=int, default=8637)
     a = cli.parse_args()
     if not a.no_timings:
-        in_process(a.repeats)
+        in_process(a.repeats, a.text_only)
     if a.browser:
         browser(a.port, a.repeats)
