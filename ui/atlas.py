@@ -126,6 +126,8 @@ def scatter(table: pd.DataFrame, x: str, y: str, colour: str, key: str = "atlas:
         .properties(title=f"Every head: {H.NAMES[x]} across, {H.NAMES[y]} up", width="container")
         .to_dict()
     )
+    spec.pop("datasets", None)  # the frame is sent once, by `chart`: left in, every head was drawn twice
+    spec.pop("data", None)
     event = chart(table, spec, height=420, key=key, on_select="rerun", selection_mode="pick")
     chosen = (event or {}).get("selection", {}).get("pick") or []
     if not chosen:
