@@ -37,6 +37,7 @@ PAGES = {
     "Real models and LLMs": [
         ("pages/real_model.py", "Real model", ":material/psychology:"),
         ("pages/chat_model.py", "Inside a chat model", ":material/forum:"),
+        ("pages/head_atlas.py", "Head atlas", ":material/scatter_plot:"),
         ("pages/grouped_query.py", "Grouped-query heads", ":material/group_work:"),
         ("pages/kv_cache.py", "KV cache", ":material/memory:"),
         ("pages/flash_attention.py", "FlashAttention", ":material/bolt:"),

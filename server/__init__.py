@@ -8,6 +8,8 @@ process (Community Cloud gives the whole app 690 MB), so these are process-wide,
                         for their visitors (server/sessions.py: who is still there; server/scrub.py: the timeline's
                         cache inside the budget)
     server/poll/        the class poll's rooms, in this process or in Redis (ATTENTION_LAB_REDIS_URL) for replicas
+    server/shared.py    values made once per key across the server and kept within a byte capacity (the real
+                        models' runs, the head atlases)
 
 `start()` starts the process's background work (heap trimming, the warm-up); dashboard.py calls it once the
 packages are imported. Importing `server` (or `ui`) starts nothing.

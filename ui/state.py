@@ -32,11 +32,12 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from attention import presets
 from attention.basics.config import MAX_TOKENS, SETTINGS
 from attention.basics.params import Param
-from attention.lessons import course, interpret
+from attention.lessons import course, heads, interpret
 from attention.llm import kv_memory
 from attention.models import smollm2, tiny
 
 CHAT_PREFIX = "chat_"  # Inside a chat model's settings in the URL: chat_layer, chat_head, ...
+ATLAS_PREFIX = "atlas_"  # Head atlas's settings in the URL: atlas_model, atlas_x, ...
 TRAIN_PREFIX = "train_"  # Watch it learn's settings in the URL: train_layers, train_seed, ...
 MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
 STAGES = ("Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context")  # step mode
@@ -134,6 +135,9 @@ PARAMS.update({TRAIN_PREFIX + n: _control(n, p) for n, p in tiny.SETTINGS.items(
 # count 30 and 9, not the MiniLM page's 6 and 12)
 PARAMS.update({CHAT_PREFIX + n: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help)
                for n, p in smollm2.SETTINGS.items()})  # fmt: skip
+# Head atlas: its settings (attention/lessons/heads.py) under an atlas_ prefix
+PARAMS.update({ATLAS_PREFIX + n: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help)
+               for n, p in heads.SETTINGS.items()})  # fmt: skip
 
 # URL keys of links written before the URL used the Config's field names: read, then written under the new name
 RENAMED = {"layout": "head_layout", "cross": "cross_sentence", "cmask": "custom_mask"}
@@ -323,7 +327,7 @@ def _linkable(name: str, raw: str) -> bool:
 URL_MAX = 8_000
 # Parameters that can be long, left out of a link (the longest first) until it fits, and their words.
 LONG_PARAMS = {"sentence": "the sentence", "cross_sentence": "the key/value sentence", "custom_mask": "the custom mask",
-               "chat_prompt": "the prompt"}  # fmt: skip
+               "chat_prompt": "the prompt", "atlas_text": "the atlas's text"}  # fmt: skip
 
 
 # Never in a link: presenter mode is the presenter's screen, not the view (a student who opens the presenter's link

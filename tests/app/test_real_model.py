@@ -208,9 +208,9 @@ def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_aga
 
 
 def test_a_stopped_maker_leaves_the_run_to_a_session_waiting_for_it() -> None:
-    from ui.model import _Shared
+    from server.shared import Shared
 
-    shared = _Shared(10, lambda v: 1)
+    shared = Shared(10, lambda v: 1)
     entered, go = threading.Event(), threading.Event()
 
     class Stopped(BaseException):  # as Streamlit's StopException: not an error of the input
@@ -239,18 +239,18 @@ def test_a_stopped_maker_leaves_the_run_to_a_session_waiting_for_it() -> None:
 
 
 def test_an_input_error_reaches_every_waiter_and_is_not_kept() -> None:
-    from ui.model import _Shared
+    from server.shared import Shared
 
-    shared = _Shared(10, lambda v: 1)
+    shared = Shared(10, lambda v: 1)
     with pytest.raises(ValueError, match="empty"):
         shared.get("k", lambda: (_ for _ in ()).throw(ValueError("empty")))
     assert shared.get("k", lambda: 5) == 5 and shared.made == 1
 
 
 def test_kept_readings_are_bounded_by_bytes_the_newest_always_kept() -> None:
-    from ui.model import _Shared
+    from server.shared import Shared
 
-    shared = _Shared(100, lambda v: v)
+    shared = Shared(100, lambda v: v)
     for size in (40, 40, 30, 250):
         shared.get(f"k{size}-{len(shared.kept)}", lambda s=size: s)
     assert list(shared.kept.values()) == [250]

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.browser
 
 MIN_PLOT_H, MIN_PLOT_W = 100, 200
 WIDTHS = {"projector": {"width": 1024, "height": 768}, "wide": {"width": 1400, "height": 900}}
-ALL_PAGES = [*PAGES, "watch_it_learn", "chat_model"]
+ALL_PAGES = [*PAGES, "watch_it_learn", "chat_model", "head_atlas"]
 
 # Each visible Vega chart: its key (Streamlit's st-key-... class) or title, and the size of every plot it draws.
 PLOTS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .vega-embed')]
@@ -53,6 +53,10 @@ TRAINING_CHARTS = 4  # the loss, the previous-token and induction scores, the ru
 def open_with_charts(page, base: str, path: str) -> None:
     """The page at its defaults, every chart drawn; Watch it learn after Play has replayed its smallest run to the
     end (its curves then hold points, and the run-length bars are shown)."""
+    if path == "head_atlas":  # MiniLM's atlas, made in seconds (SmolLM2's corpus takes minutes under load): the
+        open_page(page, base, path, "atlas_model=minilm")  # scatter's size does not depend on the model
+        wait_for_charts(page, timeout=120_000)
+        return
     if path != "watch_it_learn":
         open_page(page, base, path)
         wait_for_charts(page, timeout=120_000)

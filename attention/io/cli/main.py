@@ -1,5 +1,6 @@
 """`python -m attention`: the command line's entry point. `--train` runs the tiny model's training
-(`io.cli.tiny`), `--model smollm2` the chat model (`io.cli.smollm2`), everything else the toy computation
+(`io.cli.tiny`), `--atlas` every head of a real model scored (`io.cli.atlas`), `--model smollm2` the chat
+model (`io.cli.smollm2`), everything else the toy computation
 (`io.cli.toy`, with `--model minilm`); each has flags of its own.
 """
 
@@ -39,6 +40,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from . import tiny as tiny_cli
 
         return tiny_cli.main(argv)
+    if "--atlas" in argv:  # every head of a real model scored: flags of its own
+        from . import atlas
+
+        return atlas.main(argv)
     if "--model=smollm2" in argv or any(
         a == "--model" and b == "smollm2" for a, b in zip(argv, argv[1:], strict=False)
     ):

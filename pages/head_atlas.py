@@ -1,0 +1,71 @@
+"""Head atlas: every head of SmolLM2 or MiniLM scored for what it does, one point each, a click opening it."""
+
+import streamlit as st
+
+import ui
+from attention.lessons import heads as H
+from ui import atlas
+
+st.title("Head atlas")
+st.caption(
+    "Every head of a real model at once: each one scored for what it does (reads the previous token, parks on the "
+    "first, copies, spreads wide) over a corpus, over random tokens said twice, or over your own text. Pick any "
+    "two scores for the axes; click a head to open it on its model's page. Layers and heads count from 0."
+)
+ui.show_url_warnings(prefix=atlas.PREFIX)
+model = ui.segmented(atlas.PREFIX + "model", format_func=H.MODELS.get)
+source = ui.segmented(atlas.PREFIX + "input", format_func=H.INPUTS.get)
+text = str(ui.text(atlas.PREFIX + "text", container=st, label="Your text")) if source == "text" else None
+drop_first = ui.toggle(atlas.PREFIX + "drop_first", container=st)
+a = atlas.atlases_or_stop(model, source, text)[int(drop_first)]
+
+read = f"{a.texts} texts, {a.tokens} tokens" if a.texts > 1 else f"{a.tokens} tokens"
+st.caption(f"{H.MODELS[model]}: {a.layers} layers × {a.heads} heads scored over {H.INPUTS[source]} ({read}).")
+missing = a.missing()
+if missing:
+    more = (
+        " Type a text with a repeated word, or pick repeated random tokens."
+        if set(missing) & set(H.NEED_REPEATS)
+        else ""
+    )
+    st.info(a.missing_words() + more)
+
+st.subheader("Every head")
+offered = [k for k in a.scores if k not in missing]
+if atlas.p("y") not in offered:  # induction, on a text where nothing repeats: the next score instead
+    ui.put(atlas.PREFIX + "y", next(k for k in offered if k != atlas.p("x")))
+c = st.columns(3)
+x = ui.pick(atlas.PREFIX + "x", offered, "Across (x)", container=c[0], format_func=H.NAMES.get)
+y = ui.pick(atlas.PREFIX + "y", offered, "Up (y)", container=c[1], format_func=H.NAMES.get)
+colour = ui.segmented(atlas.PREFIX + "colour", container=c[2], format_func={
+    "layer": "layer", "kv_group": "K/V group"}.get) if a.group > 1 else "layer"  # fmt: skip
+table = atlas.frame(a)
+picked = atlas.scatter(table, x, y, colour)
+if picked is not None:
+    atlas.open_head(model, *picked)
+else:
+    st.caption("Hover a point for its head and every score; click one for a link that opens it.")
+
+st.subheader("The strongest heads")
+st.markdown("\n".join(f"- {s}" for s in H.top_sentences(a)))
+
+st.subheader("What the atlas says about the model")
+st.markdown("\n".join(f"- {s}" for s in H.findings(a)))
+st.caption("Computed from the scores above: change the input or the switch and these sentences change with them.")
+
+st.subheader("Every score of every head")
+st.dataframe(table, hide_index=True, height=360, column_config={
+    k: st.column_config.NumberColumn(H.NAMES[k], format="%.1f" if k == "mean_distance" else "%.3f",
+                                     help=H.DEFINITIONS[k]) for k in a.scores})  # fmt: skip
+st.caption("Click a column's name to sort by it.")
+
+with st.expander("How each score is computed"):
+    st.markdown(
+        "A is a head's matrix of weights (rows: queries i, columns: keys j). Each score is the mean over the "
+        "queries that have what it needs, pooled over every text of the input:\n\n"
+        + "\n".join(f"- **{H.NAMES[k]}**: {H.DEFINITIONS[k]}" for k in a.scores)
+        + "\n\n**Leave the first token out** removes the first token's row and column and divides each row by "
+        "what is left, so a head that parks most of its attention on the first token (a sink) is scored on where "
+        "the rest goes; the first-token score stays the share it parked."
+    )
+ui.finish()

@@ -1,0 +1,120 @@
+"""The Head atlas page in AppTest: every head in the scatter and the table with the package's scores, the
+sentences computed from them, the switch and inputs recomputing, a text with no repeated token said in words, bad
+text refused with the page's sentence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+from support import charts as chart_reader
+from support.charts import set_widget
+
+from attention.lessons import heads as H
+from ui.state import MAX_CHARS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the server runs (deploy: OMP_NUM_THREADS=1)
+    yield
+    torch.set_num_threads(before)
+
+
+def page(**params: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=300)  # the corpus: every text through the model
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page("pages/head_atlas.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [e.value for e in (*at.info, *at.warning, *at.error, *at.caption, *at.markdown)]
+    return "\n".join(str(p) for p in parts)
+
+
+def scatter_spec(at: AppTest) -> dict:
+    """The scatter's Vega-Lite spec as the page sent it."""
+    for node in chart_reader._walk(at._tree):
+        if getattr(node, "type", None) == "vega_lite_chart":
+            spec = json.loads(node.proto.spec)
+            if str(spec.get("title", "")).startswith("Every head"):
+                return spec
+    raise AssertionError("no scatter")
+
+
+def test_minilm_on_repeated_tokens_shows_every_head_with_the_packages_scores() -> None:
+    at = page(atlas_model="minilm", atlas_input="repeated")
+    expected = H.model_atlas("minilm", "repeated")
+    table = at.dataframe[0].value
+    assert len(table) == 6 * 12 and set(H.ENCODER_SCORES) <= set(table.columns)
+    for score in ("previous_token", "induction", "special"):
+        got = torch.tensor(table[score].to_numpy(), dtype=torch.float32).view(6, 12)
+        torch.testing.assert_close(got, expected.scores[score], atol=1e-5, rtol=0)
+    spec = scatter_spec(at)
+    assert spec["encoding"]["x"]["field"] == "previous_token" and spec["encoding"]["y"]["field"] == "induction"
+    assert {"name", "layer", "head", "induction"} <= {t["field"] for t in spec["encoding"]["tooltip"]}
+    words = texts(at)
+    best = H.ranked(expected.scores["previous_token"], 1)[0]
+    assert f"{H.head_name(best[0], best[1])} is the strongest previous-token head" in words
+    assert any(s in words for s in H.findings(expected))
+
+
+def test_the_switch_recomputes_without_the_first_token_and_the_text_input_scores_the_text() -> None:
+    at = page(atlas_model="minilm", atlas_input="repeated")
+    before = at.dataframe[0].value["special"].to_numpy()
+    set_widget(at, "toggle", "w:atlas_drop_first", True)
+    after = at.dataframe[0].value
+    dropped = H.model_atlas("minilm", "repeated", drop_first=True)
+    got = torch.tensor(after["special"].to_numpy(), dtype=torch.float32).view(6, 12)
+    torch.testing.assert_close(got, dropped.scores["special"], atol=1e-5, rtol=0)
+    assert not (after["special"].to_numpy() == before).all()
+    set_widget(at, "segmented_control", "w:atlas_input", "text")
+    set_widget(at, "text_area", "w:atlas_text", "the bird saw the bird and the bird sang")
+    mine = H.model_atlas("minilm", "text", "the bird saw the bird and the bird sang", drop_first=True)
+    got = torch.tensor(at.dataframe[0].value["induction"].to_numpy(), dtype=torch.float32).view(6, 12)
+    torch.testing.assert_close(got, mine.scores["induction"], atol=1e-5, rtol=0)
+
+
+def test_a_text_with_no_repeated_token_says_so_instead_of_showing_zeros() -> None:
+    at = page(atlas_model="minilm", atlas_input="text", atlas_text="A quick brown fox jumps over lazy dogs")
+    assert "need a token that appears twice" in texts(at)
+    table = at.dataframe[0].value
+    assert table["induction"].isna().all() and table["duplicate_token"].isna().all()
+    assert not any("strongest induction head" in s for s in texts(at).splitlines())
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("   ", "The model cannot read this text: the sentence is empty"), ("x" * (MAX_CHARS + 1), "characters long")],
+)
+def test_empty_and_too_long_texts_are_refused_with_the_pages_sentence(text: str, said: str) -> None:
+    at = page(atlas_model="minilm", atlas_input="text")
+    at.session_state["p:atlas_text"] = text
+    at.run()
+    assert not at.exception
+    assert said in texts(at)
+    assert not at.dataframe  # nothing drawn from a text it refused
+
+
+def test_smollm2_on_repeated_tokens_names_the_chat_pages_induction_head_first() -> None:
+    at = page(atlas_model="smollm2", atlas_input="repeated")
+    table = at.dataframe[0].value
+    assert len(table) == 30 * 9 and "kv_group" in table.columns and "special" not in table.columns
+    assert (table["kv_group"] == table["head"] // 3).all()
+    from attention.lessons import interpret
+    from attention.models import smollm2 as S
+
+    model = S.load()
+    ids = S.induction_ids(model)  # the chat page's induction preset, and the head it names
+    chat = divmod(int(interpret.induction(S.run_ids(model, ids).weights, ids).argmax()), model.heads)
+    assert f"{H.head_name(*chat)} is the strongest induction head on repeated random tokens" in texts(at)

@@ -1,0 +1,145 @@
+"""The Head atlas page's helpers: every head's scores made once per server, the scatter, the table, the links.
+
+What belongs here: running `attention.lessons.heads.model_atlases` for a model and an input, shared by every
+session (the corpus's and the probe's once per server, a learner's text while it is asked for) in a
+`server.shared.Shared` cache, each model pass admitted against the server's memory budget; the atlas as a table;
+the scatter of every head (a click opens that head on its model's page). The numbers come from
+`attention.lessons.heads`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from attention.lessons import heads as H
+from attention.models.package import ModelFileError
+from server import budget
+from server.shared import Shared
+from server.warmup import lazy
+
+from .charts import chart
+from .results import check_length
+from .state import finish, get, put
+
+pd = lazy("pandas")
+alt = lazy("altair")
+PREFIX = "atlas_"  # the page's parameters in the URL: atlas_model, atlas_x, ... (ui.state reads heads.SETTINGS)
+# An atlas pair is its scores alone: 2 x 8 scores x 270 heads x 4 bytes, 17 KB. The corpus's and the probe's of
+# both models stay (8 pairs), with the last few learners' texts.
+ATLASES = Shared(2 * budget.MB, lambda pair: sum(a.nbytes for a in pair))
+# Where a head opens: the page, its URL keys for the layer and the head
+PAGES = {
+    "smollm2": ("pages/chat_model.py", "Inside a chat model", "chat_layer", "chat_head"),
+    "minilm": ("pages/real_model.py", "Real model", "layer", "head"),
+}
+LAYER_COLOURS = "viridis"
+GROUP_COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]
+
+
+def p(name: str) -> Any:
+    """The page's parameter `name` (declared in heads.SETTINGS), as the session holds it."""
+    return get(PREFIX + name)
+
+
+def _admitted(nbytes: int, make):
+    """One model pass, admitted against the server's budget for its peak, all of it given back once the pass
+    returns: what it returns (two tallies of a few KB) is not worth holding."""
+    budget.admit(nbytes)
+    try:
+        return make()
+    finally:
+        budget.SERVER.release(nbytes)
+
+
+def atlases(model: str, source: str, text: str | None = None) -> tuple[H.Atlas, H.Atlas]:
+    """The atlas of `model` on `source` without and with the first token left out: made once across the server
+    while sessions ask for it at the same time, then kept (errors as `heads.model_atlases`'s, and
+    `budget.Refused` when the server's memory stays taken)."""
+    key = (model, source, text if source == "text" else None)
+    waiting = f"Another visitor's atlas of {H.MODELS[model]} on {H.INPUTS[source]} is being made: sharing it"
+    return ATLASES.get(key, lambda: H.model_atlases(model, source, text, admit=_admitted), waiting)
+
+
+def atlases_or_stop(model: str, source: str, text: str | None = None) -> tuple[H.Atlas, H.Atlas]:
+    """`atlases`, with a missing model, an empty or too long text and a busy server said in plain words and the
+    page stopped; a text cut at the atlas's tokens is said."""
+    try:
+        if source == "text":
+            check_length(text or "", "the text")  # before tokenizing
+        what = {"corpus": f"Scoring every head over the {len(H.corpus())} texts of the corpus (once per server)…",
+                "repeated": "Scoring every head on repeated random tokens (once per server)…",
+                "text": "Scoring every head on your text…"}[source]  # fmt: skip
+        with st.spinner(what, show_time=True):
+            pair = atlases(model, source, text)
+            if source == "text" and H.runner(model).encode(text or "").truncated:
+                st.warning(f"The atlas reads at most {H.MAX_TOKENS} tokens: it scores the first {H.MAX_TOKENS}.")
+        return pair
+    except budget.Refused as exc:
+        st.warning(f"The atlas cannot be made now: {exc}.")
+    except ModelFileError as exc:  # it says what to install
+        st.error(f"{H.MODELS[model]} cannot be used: {exc}. Every other page works without it.")
+    except ValueError as exc:
+        st.error(f"The model cannot read this text: {exc}.")
+    finish()
+    st.stop()
+
+
+def frame(a: H.Atlas) -> pd.DataFrame:
+    """One row a head: head (L18H6), layer, head number, K/V group, then each score (NaN where missing)."""
+    rows = a.rows()
+    out = pd.DataFrame(rows)
+    out.insert(0, "name", [H.head_name(r["layer"], r["head"]) for r in rows])
+    return out
+
+
+def _scale(score: str):
+    """A share is drawn from 0 to 1, whatever its largest value (a best induction score of 0.03 looks as small as
+    it is); a distance in tokens from 0."""
+    return alt.Scale(zero=True, nice=True) if score == "mean_distance" else alt.Scale(domain=[0, 1])
+
+
+def scatter(table: pd.DataFrame, x: str, y: str, colour: str, key: str = "atlas:scatter") -> tuple[int, int] | None:
+    """Every head a point at (x score, y score), coloured by its layer or its K/V group, its layer, head and every
+    score on hover; returns the (layer, head) clicked, or None."""
+    scores = [c for c in table.columns if c in H.ENCODER_SCORES]
+    pick = alt.selection_point(name="pick", fields=["layer", "head"], on="click")
+    fmt = {s: ".1f" if s == "mean_distance" else ".3f" for s in scores}
+    if colour == "kv_group" and "kv_group" in table.columns:
+        color = alt.Color("kv_group:N", title="K/V group", scale=alt.Scale(range=GROUP_COLOURS))
+    else:
+        color = alt.Color("layer:Q", title="layer", scale=alt.Scale(scheme=LAYER_COLOURS))
+    tooltip = [alt.Tooltip("name:N", title="head"), "layer:O", "head:O"]
+    tooltip += ["kv_group:O"] if "kv_group" in table.columns else []
+    tooltip += [alt.Tooltip(f"{s}:Q", title=H.NAMES[s], format=fmt[s]) for s in scores]
+    spec = (
+        alt.Chart(table)
+        .mark_circle(size=70, opacity=0.85, stroke="#222", strokeWidth=0.4)
+        .encode(
+            x=alt.X(f"{x}:Q", title=f"{H.NAMES[x]} score", scale=_scale(x)),
+            y=alt.Y(f"{y}:Q", title=f"{H.NAMES[y]} score", scale=_scale(y)),
+            color=color,
+            tooltip=tooltip,
+        )
+        .add_params(pick)
+        .properties(title=f"Every head: {H.NAMES[x]} across, {H.NAMES[y]} up", width="container")
+        .to_dict()
+    )
+    spec.pop("datasets", None)  # the frame is sent once, by `chart`: left in, every head was drawn twice
+    spec.pop("data", None)
+    event = chart(table, spec, height=420, key=key, on_select="rerun", selection_mode="pick")
+    chosen = (event or {}).get("selection", {}).get("pick") or []
+    if not chosen:
+        return None
+    return int(chosen[0]["layer"]), int(chosen[0]["head"])
+
+
+def open_head(model: str, layer: int, head: int) -> None:
+    """A link that opens the head on its model's page (the page's layer and head set for this session too, and
+    in the link for a new tab)."""
+    path, title, layer_key, head_key = PAGES[model]
+    put(layer_key, layer)
+    put(head_key, head)
+    st.page_link(path, label=f"Open {H.head_name(layer, head)} on the {title} page", icon=":material/open_in_new:",
+                 query_params={layer_key: layer, head_key: head})  # fmt: skip
