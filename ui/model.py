@@ -1,11 +1,11 @@
 """The Real model page's helpers: the pretrained model's runs, cached and bounded, and the figures only it draws.
 
 What belongs here: loading all-MiniLM-L6-v2 and running it on a sentence, shared by every session through small
-bounded caches (with its errors turned into messages), the tokens as the model sees them, the model view (every
-layer and head at once, a click selecting one), the head gallery's buttons, and the callbacks they need (here
-and not in the page: a function defined in a page holds the page's globals for as long as the session keeps the
-button). Only the Real model page imports this module, so the other pages never import safetensors or tokenizers.
-The numbers come from `attention.models.minilm` and `attention.lessons.interpret`.
+bounded caches (server/shared.py; its errors turned into messages), the tokens as the model sees them, the model
+view (every layer and head at once, a click selecting one), the head gallery's buttons, and the callbacks they need
+(here and not in the page: a function defined in a page holds the page's globals for as long as the session keeps
+the button). Only the Real model page imports this module, so the other pages never import safetensors or
+tokenizers. The numbers come from `attention.models.minilm` and `attention.lessons.interpret`.
 """
 
 from __future__ import annotations
