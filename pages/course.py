@@ -7,6 +7,5 @@ ui.show_url_warnings(**course.lesson_defaults())  # a lesson opens on its own se
 lesson = course.current()
 if lesson is None:
     course.course_map()
-else:
-    course.lesson_view(lesson)
-ui.finish()
+shown = lesson is not None and course.lesson_view(lesson)
+ui.finish(figures=shown)  # no "All figures" button before the figure it would download

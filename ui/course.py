@@ -451,8 +451,9 @@ def _clicker(k: int, lesson: Lesson, shown: bool) -> None:
     st.rerun()
 
 
-def lesson_view(lesson: Lesson) -> None:
-    """One lesson: why it matters, the question on the learner's inputs, the figure only once they commit."""
+def lesson_view(lesson: Lesson) -> bool:
+    """One lesson: why it matters, the question on the learner's inputs, the figure only once they commit (whether
+    it is drawn is returned: the page offers its figures' download only then)."""
     k = LESSONS.index(lesson)
     q = lesson.question
     now = inputs(lesson)
@@ -476,9 +477,10 @@ def lesson_view(lesson: Lesson) -> None:
         box.info("Your inputs changed since you answered: predict again on these numbers.")
     if kept is None:
         _ask(box, lesson, now)
-        return
+        return False
     st.session_state.pop("course:changed", None)
     _reveal(box, lesson, now, kept)
+    return True
 
 
 def _controls(lesson: Lesson) -> None:

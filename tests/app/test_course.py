@@ -22,6 +22,14 @@ def figures(at: AppTest) -> int:
     return len(chart_reader.drawn(at)) + charts
 
 
+def archive_offered(at: AppTest) -> bool:
+    """Whether the page offers its "All figures" download (assets/figures.js)."""
+    return any(
+        getattr(n, "type", None) == "bidi_component" and n.proto.component_name == "attention_lab.figures"
+        for n in chart_reader._walk(at._tree)
+    )
+
+
 def opened(**params: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=300)  # lesson 10 reads the model
     for name, value in params.items():
@@ -79,11 +87,11 @@ def test_a_new_visitor_lands_on_the_course_map_with_just_explore_one_click_away(
 def test_each_lesson_hides_its_figure_until_the_learner_commits(lesson):
     at = opened(lesson=lesson.id)  # the map's entry opens the lesson: the link it writes
     assert at.subheader[0].value.endswith(lesson.title)
-    assert figures(at) == 0
+    assert figures(at) == 0 and not archive_offered(at)  # no "All figures" download of no figure either
     inputs = {n: at.session_state["p:" + n] for n in lesson.question.reads}
     right, wrong = right_and_wrong(lesson, inputs)
     at = answer(at, lesson, wrong)
-    assert figures(at) > 0
+    assert figures(at) > 0 and archive_offered(at)
     assert at.warning and at.warning[0].value.startswith("Not quite"), texts(at)
     assert at.query_params["progress"] == f"{lesson.id}:wrong"
     assert any(b.label.startswith("Next:") or b.label.startswith("Back to the course map") for b in at.button)
