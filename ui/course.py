@@ -329,7 +329,7 @@ def _next_copy(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _next_seed(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     new = int(i["train_seed"]) + 1
-    return f"Train seed {new}: does the fall come at the same step?", {"train_seed": new}
+    return f"Train with seed {new} instead", {"train_seed": new}
 
 
 Q = questions.QUESTIONS

@@ -561,12 +561,11 @@ def _induction(inputs: Inputs) -> Truth:
 
 def _induction_words(inputs: Inputs) -> str:
     i, n = _query(inputs), INDUCTION_LENGTH
-    _, keys = induction_prompt(inputs)
     copy = "second" if i >= n else "first"
     return (
-        f"SmolLM2 reads {n} random tokens (seed {int(inputs['seed'])}), then the same {n} again. From {keys[i]} "
+        f"SmolLM2 reads {n} random tokens (seed {int(inputs['seed'])}), then the same {n} again. From token {i + 1} "
         f"(in the {copy} copy), which earlier token will its strongest induction head put the most weight on?"
-    )
+    )  # written without the model's tokens: a list of the course's prompts (the poll's) does not read the model
 
 
 INDUCTION = Question(
