@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention.lessons import course as questions
 from attention.lessons import permutation, soft_lookup
@@ -219,8 +220,9 @@ def _fig_fall(i: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------------------------------------ runs
 def _smollm2_run(ids: tuple[int, ...]):
-    """The chat page's run of these tokens (its shared, budgeted cache): outside a page, the package's own."""
-    if not st.runtime.exists():
+    """The chat page's run of these tokens (its shared, budgeted cache); outside a page's run (a script, a test of
+    the package in the same process), the package's own."""
+    if get_script_run_ctx() is None:
         return questions._forward(ids)
     from . import chat
 
@@ -238,7 +240,7 @@ def _job(settings: tiny.Settings):
 def _pool_run(settings: tiny.Settings) -> tiny.Run:
     """A finished run of this setting from the training pool (kept for every visitor; trained now if nobody has);
     outside a page, the package trains it."""
-    if not st.runtime.exists():
+    if get_script_run_ctx() is None:
         return tiny.train(settings)
     job = _job(settings)
     while not job.finished_training:
