@@ -628,7 +628,10 @@ def lesson_view(lesson: Lesson) -> None:
     box = st.container(key=STAGE)
     box.markdown(f"**Predict:** {plain(q.prompt(now))}")
     if poll.hosting() is not None:  # this tab opened a class poll: the room is asked this lesson's question
-        poll.push(poll.from_course(q, now))
+        if lesson.ready is None or lesson.ready(now) is None:
+            poll.push(poll.from_course(q, now))
+        elif not pending:  # its answer needs the run: the room is asked once it is trained
+            _progress(box, lesson, now, "The room is asked once the lab has trained the model that answers it")
     if st.session_state.get("course:changed") == lesson.id and kept is None:
         box.info("Your inputs changed since you answered: predict again on these numbers.")
     if pending:
@@ -684,13 +687,18 @@ def _wait(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
     raw = st.session_state[WAITING][lesson.id][1]
     said = "—" if raw is REVEAL else plain(str(raw))
     box.markdown(f"**Your prediction:** {said}")
+    _progress(box, lesson, now, "The lab trains the model to answer it, as Play does on the page")
+
+
+def _progress(box: Any, lesson: Lesson, now: dict[str, Any], what: str) -> None:
+    """Where the lesson's run stands, redrawn every WAIT_TICK_S; the whole page runs again once it is ready."""
 
     @st.fragment(run_every=WAIT_TICK_S)
     def progress_line() -> None:
         words = lesson.ready(now) if lesson.ready is not None else None
         if words is None:
             st.rerun(scope="app")
-        st.info(f"The lab trains the model to answer it, as Play does on the page: {words}")
+        st.info(f"{what}: {words}")
 
     with box:
         progress_line()
