@@ -150,12 +150,22 @@ def test_the_progress_in_a_link_marks_the_map_and_continue_goes_to_the_first_les
     assert at.query_params["lesson"] == "scaling"
 
 
-def test_a_page_links_to_its_lesson():
-    at = chart_reader.open_page("masks")
+@pytest.mark.parametrize(
+    ("page", "lesson"),
+    [
+        ("masks", "masks"),
+        ("real_model", "real_model"),
+        ("chat_model", "chat_model"),
+        ("watch_it_learn", "watch_it_learn"),
+    ],
+)
+def test_a_page_links_to_its_lesson(page, lesson):
+    at = chart_reader.open_page(page)
     at.button(key="co:lesson-link").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.subheader[0].value.endswith(course.BY_ID["masks"].title)
-    assert at.session_state["p:mask"] == "causal"  # the lesson's own setting
+    assert at.subheader[0].value.endswith(course.BY_ID[lesson].title)
+    if lesson == "masks":
+        assert at.session_state["p:mask"] == "causal"  # the lesson's own setting
 
 
 def test_the_whole_course_from_the_map_to_the_end():
