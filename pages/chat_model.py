@@ -14,6 +14,7 @@ st.caption(
     "project's own forward pass. Layers and heads count from 0."
 )
 ui.show_url_warnings(prefix=chat.PREFIX)  # a link's temperature=... is this page's
+ui.lesson_link("pages/chat_model.py")  # this page's lesson in the course
 model = chat.model_or_stop()
 preset = ui.toggle(chat.PREFIX + "induction", container=st)
 if preset:

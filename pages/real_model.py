@@ -14,6 +14,7 @@ st.caption(
     "a billion sentence pairs. Layers and heads count from 0."
 )
 ui.show_url_warnings(sentence=minilm.DEFAULT_SENTENCE, head=1)
+ui.lesson_link("pages/real_model.py")  # this page's lesson in the course
 ui.controls(["sentence"])
 model, run = real.run_or_stop(str(ui.get("sentence")))
 tok = ui.labels(run.tokens)

@@ -13,6 +13,7 @@ LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 st.title("Watch it learn")
 intro = st.empty()  # the words follow the settings, read from the widgets below
 ui.show_url_warnings()
+ui.lesson_link("pages/watch_it_learn.py")  # this page's lesson in the course
 
 side = st.sidebar
 ui.select(P + "task", side)

@@ -15,11 +15,13 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention.lessons import course as questions
 from attention.lessons import permutation, soft_lookup
 from attention.lessons.course import Question, Verdict
 from attention.llm import flash, kv_memory
+from attention.models import tiny
 
 from . import poll
 from .charts import band_chart, bars, chart, sweep_frame
@@ -33,6 +35,9 @@ PAGE = "pages/course.py"
 TITLE = "Predict, then see: a course through attention"
 STAGE = "course-stage"  # the container a clicker's press scrolls to the window's top
 ANSWERS = "course:answers"  # session: lesson id -> Answer
+WAITING = "course:waiting"  # session: lesson id -> (fingerprint, the answer given) while its run trains
+REVEAL = object()  # a reveal without a prediction, waiting for its run
+WAIT_TICK_S = 0.5  # a lesson waiting for its training run looks this often
 MARKS = {"right": "✓", "wrong": "✗", "seen": "◉"}  # not yet: ○ (plain glyphs: no emoji font needed)
 NOT_YET = "○"
 
@@ -57,6 +62,9 @@ class Lesson:
     figure: Callable[[dict[str, Any]], None]  # draws what answers the question, from the package's results
     now_try: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]]  # one change to try: its words and values
     controls: tuple[str, ...] = ()  # the inputs the lesson offers to change (the sentence first)
+    # a lesson whose answer needs a run that takes a while (a training): None once it is ready, else what it waits
+    # for in words (the reveal shows them and waits)
+    ready: Callable[[dict[str, Any]], str | None] | None = None
 
 
 def _result(inputs: dict[str, Any], **overrides: Any):
@@ -183,6 +191,87 @@ def _fig_encoder(i: dict[str, Any]) -> None:
     st.caption("Rows are queries, columns keys: the [CLS] column (first) and the [SEP] column (last) are the sinks.")
 
 
+def _fig_induction(i: dict[str, Any]) -> None:
+    found = questions.induction_head(i)
+    ids, tok = questions.induction_prompt(i)
+    from . import chat  # the chat model's run, shared with its page (cached server-wide, within the budget)
+
+    weights = chat.run(ids).weights[found.layer, found.head]
+    heatmap(weights, tok, tok, title=f"Layer {found.layer}, head {found.head}: the strongest induction head",
+            kind="weights", key="co:induction", annotate=False)  # fmt: skip
+    st.caption(
+        f"Rows are queries, columns keys. The stripe {questions.INDUCTION_LENGTH - 1} below the diagonal: each token "
+        "of the second copy reads the token after its earlier copy (induction). The bright first column: queries "
+        "with nothing to read park their weight on token 1 (the sink)."
+    )
+
+
+def _fig_fall(i: dict[str, Any]) -> None:
+    from . import training
+
+    run = _lesson_run(i)
+    fall = questions.steepest_fall(run)
+    training.curve(training.loss_frame(run), training.curve_spec(
+        "Loss", "nats", "series", rule=tiny.CHANCE, rule_label=f"chance: ln {tiny.VOCAB} = {tiny.CHANCE:.2f}",
+        mark_step=fall.step, mark_label="falls fastest", height=200,
+    ), key="co:loss")  # fmt: skip
+    st.caption("The red rule: where the loss on the repeated half falls fastest, between two snapshots.")
+
+
+# ------------------------------------------------------------------------------------------------ runs
+def _smollm2_run(ids: tuple[int, ...]):
+    """The chat page's run of these tokens (its shared, budgeted cache); outside a page's run (a script, a test of
+    the package in the same process), the package's own."""
+    if get_script_run_ctx() is None:
+        return questions._forward(ids)
+    from . import chat
+
+    return chat.run(ids)
+
+
+def _job(settings: tiny.Settings):
+    """The training pool's run of the lesson's setting, kept or started for this visitor (as Play does)."""
+    from server import sessions
+    from server.training import service
+
+    return service().start(settings, sessions.current())
+
+
+def _pool_run(settings: tiny.Settings) -> tiny.Run:
+    """A finished run of this setting from the training pool (kept for every visitor; trained now if nobody has);
+    outside a page, the package trains it."""
+    if get_script_run_ctx() is None:
+        return tiny.train(settings)
+    job = _job(settings)
+    while not job.finished_training:
+        job.wait(len(job.snapshots) + 1, 1.0)
+    if job.status not in ("done", "stopped"):
+        raise RuntimeError(f"the lesson's training run {job.status}: {job.message}")
+    return job.run
+
+
+questions.serve(smollm2=_smollm2_run, tiny=_pool_run)
+
+
+def _lesson_run(i: dict[str, Any]) -> tiny.Run:
+    return _pool_run(questions.lesson_settings(i))
+
+
+def _training(i: dict[str, Any]) -> str | None:
+    """None once the lesson's run is trained (kept by the pool), else where it stands, in words."""
+    from server.training import NoRoom, service
+
+    from . import training
+
+    try:
+        job = _job(questions.lesson_settings(i))
+    except NoRoom as refused:
+        return str(refused)
+    if job.finished_training:
+        return None
+    return training.progress(job, service().queue_position(job), service().workers).words
+
+
 # ------------------------------------------------------------------------------------------------ now try
 def _next_token(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     t = (questions._token(i) + 1) % max(_n(i), 1)
@@ -232,6 +321,19 @@ def _other_layer(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return f"Try layer {new}, the same head", {"layer": new}
 
 
+def _next_copy(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    n = questions.INDUCTION_LENGTH
+    t = questions._query(i)
+    new = t - n if t >= n else t + n
+    where = "first" if new < n else "second"
+    return f"Follow token {new + 1}, the same token in the {where} copy", {"token": new}
+
+
+def _next_seed(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    new = int(i["train_seed"]) + 1
+    return f"Train with seed {new} instead", {"train_seed": new}
+
+
 Q = questions.QUESTIONS
 LESSONS: tuple[Lesson, ...] = (
     Lesson("soft_lookup", "The soft lookup", "pages/soft_lookup.py", "Soft lookup", 5,
@@ -274,6 +376,16 @@ LESSONS: tuple[Lesson, ...] = (
            "A trained model computes exactly what the toy pages compute, with learned weights. Its heads are not "
            "all reading: many park their weight on the special tokens, and a weight is not the same as an effect.",
            Q["real_model"], _fig_encoder, _other_layer, ("sentence", "layer", "head")),
+    Lesson("chat_model", "A chat model's sinks and induction heads", "pages/chat_model.py", "Inside a chat model", 8,
+           "A chat model that has read a phrase once can continue it the second time: an induction head finds the "
+           "earlier copy of the current token and reads what followed. Heads with nothing to read park their weight "
+           "on the first token, which is why a cache that drops old tokens keeps the first.",
+           Q["chat_model"], _fig_induction, _next_copy, ("seed", "token")),
+    Lesson("watch_it_learn", "Watch one form", "pages/watch_it_learn.py", "Watch it learn", 8,
+           "Training does not improve a model evenly: for many steps the loss barely moves, then a head finds the "
+           "pattern and it falls off a cliff. The induction head of lesson 11 forms this way, in a model small "
+           "enough to train while you watch.",
+           Q["watch_it_learn"], _fig_fall, _next_seed, ("train_seed",), ready=_training),
 )  # fmt: skip
 # For the instructor: what to say at the reveal, and a common wrong answer with why people give it (the lesson plans
 # in docs/course/ are written from these by scripts/lesson_plans.py; presenter mode shows "Say" at the reveal).
@@ -330,6 +442,20 @@ PLANS: dict[str, tuple[str, str]] = {
         "“Under a quarter: two tokens out of a dozen get their fair share.” A trained head is not uniform; the "
         "special tokens are sinks, not just two more words.",
     ),
+    "chat_model": (
+        "The induction head does not look at the earlier copy of the token: it looks one further, at what came "
+        "next, and that is the token the model will predict. The bright first column is the sink: heads park "
+        "weight there when they have nothing to read.",
+        "The earlier copy of the same token (one cell to the left of the right answer): finding it is half the "
+        "circuit; the head reads the token after it, which a previous-token head below has marked.",
+    ),
+    "watch_it_learn": (
+        "For many steps the loss sits near chance while the heads look at nothing useful; then, in a few dozen "
+        "steps, a head in layer 1 learns to read the token after the earlier copy and the loss drops: a phase "
+        "change, not a slow slope.",
+        "“Slowly, a little every step” (as a learning curve in a textbook). Here the model cannot predict the "
+        "repeat until two heads in two layers work together, so nothing pays off until both have formed.",
+    ),
     "flash_attention": (
         "The tiled form holds one tile of scores and two numbers per row (the running max and sum); the "
         "ordinary form holds the whole T × T. The longer the text, the bigger the saving.",
@@ -375,9 +501,36 @@ def answer_of(lesson: Lesson, now: dict[str, Any]) -> Answer | None:
     return kept
 
 
+def _waits(lesson: Lesson, now: dict[str, Any], raw: Any) -> bool:
+    """Whether the lesson's answer still waits for its run (a training): the answer is then kept until it is ready."""
+    if lesson.ready is None or lesson.ready(now) is None:
+        return False
+    st.session_state.setdefault(WAITING, {})[lesson.id] = (questions.fingerprint(lesson.question, now), raw)
+    return True
+
+
+def waiting(lesson: Lesson, now: dict[str, Any]) -> bool:
+    """Whether an answer waits for the lesson's run on these inputs; once the run is ready, the answer is graded."""
+    kept = st.session_state.get(WAITING, {}).get(lesson.id)
+    if kept is None:
+        return False
+    if kept[0] != questions.fingerprint(lesson.question, now):
+        st.session_state[WAITING].pop(lesson.id)
+        return False
+    if lesson.ready is not None and lesson.ready(now) is not None:
+        return True
+    st.session_state[WAITING].pop(lesson.id)
+    reveal(lesson) if kept[1] is REVEAL else commit(lesson, kept[1])
+    return False
+
+
 def commit(lesson: Lesson, raw: Any) -> None:
     """Grade an answer on the inputs as they are now; keep it unless it could not be read."""
     now = inputs(lesson)
+    _, problem = lesson.question.read(now, raw)
+    st.session_state["course:problem"] = problem
+    if problem is not None or _waits(lesson, now, raw):
+        return
     verdict = lesson.question.check(now, raw)
     st.session_state["course:problem"] = verdict.message if verdict.ok is None else None
     if verdict.ok is None:
@@ -389,6 +542,8 @@ def commit(lesson: Lesson, raw: Any) -> None:
 def reveal(lesson: Lesson) -> None:
     """Show the answer without a prediction (a room that predicted aloud, a presenter's clicker)."""
     now = inputs(lesson)
+    if _waits(lesson, now, REVEAL):
+        return
     st.session_state.setdefault(ANSWERS, {})[lesson.id] = Answer(questions.fingerprint(lesson.question, now), None)
     if lesson.id not in progress():
         _mark(lesson.id, "seen")
@@ -445,7 +600,8 @@ def _clicker(k: int, lesson: Lesson, shown: bool) -> None:
     elif move > 0:
         go("map")
     elif shown:
-        st.session_state[ANSWERS].pop(lesson.id, None)
+        st.session_state.setdefault(ANSWERS, {}).pop(lesson.id, None)
+        st.session_state.setdefault(WAITING, {}).pop(lesson.id, None)
     elif k > 0:
         go(LESSONS[k - 1].id)
     st.rerun()
@@ -457,9 +613,10 @@ def lesson_view(lesson: Lesson) -> bool:
     k = LESSONS.index(lesson)
     q = lesson.question
     now = inputs(lesson)
+    pending = waiting(lesson, now)  # an answer given while the lesson's run trains: graded once it is ready
     done = len(progress())  # read on every run: the link carries the progress on every lesson
     kept = answer_of(lesson, now)
-    _clicker(k, lesson, kept is not None)
+    _clicker(k, lesson, kept is not None or pending)
     nav = st.container(horizontal=True, vertical_alignment="center")
     nav.button("◀ Course map", key="co:map", on_click=go, args=("map",))
     nav.page_link(lesson.page, label=f"Open the page: {lesson.page_title}", icon=":material/open_in_new:")
@@ -472,9 +629,15 @@ def lesson_view(lesson: Lesson) -> bool:
     box = st.container(key=STAGE)
     box.markdown(f"**Predict:** {plain(q.prompt(now))}")
     if poll.hosting() is not None:  # this tab opened a class poll: the room is asked this lesson's question
-        poll.push(poll.from_course(q, now))
+        if lesson.ready is None or lesson.ready(now) is None:
+            poll.push(poll.from_course(q, now))
+        elif not pending:  # its answer needs the run: the room is asked once it is trained
+            _progress(box, lesson, now, "The room is asked once the lab has trained the model that answers it")
     if st.session_state.get("course:changed") == lesson.id and kept is None:
         box.info("Your inputs changed since you answered: predict again on these numbers.")
+    if pending:
+        _wait(box, lesson, now)
+        return
     if kept is None:
         _ask(box, lesson, now)
         return False
@@ -519,6 +682,28 @@ def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
         box.warning(problem)
     box.button("Show me without predicting", key="co:reveal", on_click=reveal, args=(lesson,))
     box.caption("The figure that answers it appears once you commit.")
+
+
+def _wait(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
+    """The answer is in; the run that answers it trains (as Play would): its progress, then the reveal by itself."""
+    raw = st.session_state[WAITING][lesson.id][1]
+    said = "—" if raw is REVEAL else plain(str(raw))
+    box.markdown(f"**Your prediction:** {said}")
+    _progress(box, lesson, now, "The lab trains the model to answer it, as Play does on the page")
+
+
+def _progress(box: Any, lesson: Lesson, now: dict[str, Any], what: str) -> None:
+    """Where the lesson's run stands, redrawn every WAIT_TICK_S; the whole page runs again once it is ready."""
+
+    @st.fragment(run_every=WAIT_TICK_S)
+    def progress_line() -> None:
+        words = lesson.ready(now) if lesson.ready is not None else None
+        if words is None:
+            st.rerun(scope="app")
+        st.info(f"{what}: {words}")
+
+    with box:
+        progress_line()
 
 
 def _reveal(box: Any, lesson: Lesson, now: dict[str, Any], kept: Answer) -> None:

@@ -36,6 +36,7 @@ HEAD_CACHE_BYTES = 24 * budget.MB  # the heads' Results (7 MB at 512 tokens), mo
 # The heatmap component draws at least 120 px wide (wider overlaps its neighbour): four a row fit the main
 # column of a 1024 px window beside the sidebar (six do not)
 HEADS_A_ROW = 4
+PRESENT_HEADS_A_ROW = 3  # presenter mode's larger type at 1024 px: four a row drew them 199 px wide, three 270
 MODEL_VIEW_MAX = 64  # the model view draws 72 T x T maps; beyond this many tokens it is one blur
 
 BEHAVIOURS = {
@@ -139,8 +140,9 @@ def go_to(layer: int, head: int) -> None:
 
 
 def model_view(run: minilm.Reading, layer: int, head: int, key: str = "rm:view") -> None:
-    """Every head of every layer: one heatmap a head (four side by side, three rows of them), its 6 layers stacked
-    top to bottom and parted by a grey row. A click on a row selects that layer and head, and follows that query token.
+    """Every head of every layer: one heatmap a head (four side by side, three rows of them; three a row in
+    presenter mode), its 6 layers stacked top to bottom and parted by a grey row. A click on a row selects that
+    layer and head, and follows that query token.
 
     One heatmap per head rather than 72 tiny ones (taller than the screen: each heatmap is at least 100 px high)
     or one tiled image of all (its click reports a row only, which names the layer but not the head).
@@ -151,16 +153,17 @@ def model_view(run: minilm.Reading, layer: int, head: int, key: str = "rm:view")
     rows = [f"L{lay} {name}" if name else "" for lay in range(layers) for name in [*tok, ""]][:-1]
     blocked = torch.ones(layers * (t + 1) - 1, t, dtype=torch.bool)
     blocked[t :: t + 1] = False  # the separator rows
+    a_row = PRESENT_HEADS_A_ROW if get("present") else HEADS_A_ROW
     for h in range(heads):
-        if h % HEADS_A_ROW == 0:
-            cols = st.columns([1.5] + [1] * (HEADS_A_ROW - 1))
+        if h % a_row == 0:
+            cols = st.columns([1.5] + [1] * (a_row - 1))
         stacked = torch.zeros(layers * (t + 1) - 1, t)
         for lay in range(layers):
             stacked[lay * (t + 1) : lay * (t + 1) + t] = run.weights[lay, h]
         picked = heatmap(
             stacked, rows, keys, title=f"h{h}" + (" ◆" if h == head else ""), kind="weights", blocked=blocked,
-            key=f"{key}:{h}", container=cols[h % HEADS_A_ROW], selectable=True, legend=False, annotate=False,
-            row_labels=h % HEADS_A_ROW == 0,
+            key=f"{key}:{h}", container=cols[h % a_row], selectable=True, legend=False, annotate=False,
+            row_labels=h % a_row == 0,
         )  # fmt: skip
         if picked is not None and picked % (t + 1) < t:
             new = (picked // (t + 1), h, picked % (t + 1))

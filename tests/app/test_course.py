@@ -3,6 +3,7 @@ answers get a sentence, changed inputs re-ask, the progress travels in the link,
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,18 @@ def answer(at: AppTest, lesson: course.Lesson, raw) -> AppTest:
         at.text_input(key=f"co:num:{lesson.id}").set_value(raw)
     at.button(key=f"FormSubmitter:co:form:{lesson.id}-Commit and see").click().run()
     assert not at.exception, [e.value for e in at.exception]
+    return trained(at)
+
+
+def trained(at: AppTest, timeout: float = 240.0) -> AppTest:
+    """Rerun while a lesson's reveal waits for its training run (the browser's timer does it on a page)."""
+    end = time.monotonic() + timeout
+    while any("The lab trains the model" in i.value for i in at.info):
+        assert figures(at) == 0, "a figure before the run that answers the question is trained"
+        assert time.monotonic() < end, "the lesson's run did not finish training"
+        time.sleep(0.5)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
     return at
 
 
@@ -65,7 +78,8 @@ def right_and_wrong(lesson: course.Lesson, inputs: dict) -> tuple[object, object
     if q.kind == "number":
         value = float(truth.value)
         lo, hi = q.range(inputs)
-        wrong = next(x for x in (value * 2 + 5, value + 1, value - 1) if lo <= x <= hi)
+        wrong = next(x for x in (value * 2 + 5, value + 1, value - 1, value / 3)
+                     if lo <= x <= hi and abs(x - value) > q.margin(truth) + 1e-9)  # fmt: skip
         return f"{value:g}", f"{wrong:g}"
     labels = q.choices(inputs)
     other = next(k for k in range(len(labels)) if k not in (truth.accepted or {truth.value}))
@@ -144,12 +158,22 @@ def test_the_progress_in_a_link_marks_the_map_and_continue_goes_to_the_first_les
     assert at.query_params["lesson"] == "scaling"
 
 
-def test_a_page_links_to_its_lesson():
-    at = chart_reader.open_page("masks")
+@pytest.mark.parametrize(
+    ("page", "lesson"),
+    [
+        ("masks", "masks"),
+        ("real_model", "real_model"),
+        ("chat_model", "chat_model"),
+        ("watch_it_learn", "watch_it_learn"),
+    ],
+)
+def test_a_page_links_to_its_lesson(page, lesson):
+    at = chart_reader.open_page(page)
     at.button(key="co:lesson-link").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.subheader[0].value.endswith(course.BY_ID["masks"].title)
-    assert at.session_state["p:mask"] == "causal"  # the lesson's own setting
+    assert at.subheader[0].value.endswith(course.BY_ID[lesson].title)
+    if lesson == "masks":
+        assert at.session_state["p:mask"] == "causal"  # the lesson's own setting
 
 
 def test_the_whole_course_from_the_map_to_the_end():
@@ -168,3 +192,23 @@ def test_the_whole_course_from_the_map_to_the_end():
     labels = [b.label for b in at.button]
     assert all(f"✓ {k + 1}. {lesson.title}" in labels for k, lesson in enumerate(course.LESSONS))
     assert at.query_params["progress"] == ",".join(f"{lesson.id}:right" for lesson in course.LESSONS)
+
+
+def test_watch_one_form_trains_through_the_pool_then_reuses_the_kept_run():
+    """Lesson 12's answer comes from a real run of the training pool: the first reveal waits for it with its
+    progress on the page and no figure; a second learner of the same setting gets the kept run at once."""
+    lesson = course.BY_ID["watch_it_learn"]
+    at = opened(lesson=lesson.id, train_seed="7")  # a seed no other test trains
+    at.text_input(key=f"co:num:{lesson.id}").set_value("400")
+    at.button(key=f"FormSubmitter:co:form:{lesson.id}-Commit and see").click().run()
+    waiting = [i.value for i in at.info if "The lab trains the model" in i.value]
+    assert waiting and any(w in waiting[0] for w in ("Queued", "Training")), texts(at)
+    assert figures(at) == 0
+    assert "400" in texts(at)  # the prediction stays on the page while it trains
+    at = trained(at)
+    assert figures(at) > 0
+    assert at.query_params["progress"].startswith(f"{lesson.id}:")
+    again = opened(lesson=lesson.id, train_seed="7")
+    again.button(key="co:reveal").click().run()
+    assert not any("The lab trains the model" in i.value for i in again.info), texts(again)
+    assert figures(again) > 0

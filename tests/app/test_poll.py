@@ -218,3 +218,27 @@ def test_the_course_in_presenter_mode_asks_the_room_each_lessons_question_on_its
     nobody = app("course", room=code, host="not-the-key", lesson=first.id)  # a learner's tab asks nothing
     ok(nobody)
     assert poll.room(code).question.id == f"course.{second.id}"
+
+
+def test_a_hosting_tab_asks_lesson_12_once_its_run_is_trained(monkeypatch) -> None:
+    """Lesson 12's answer needs a training run: a hosting tab starts it and says the room is asked once it is
+    trained (the page is not held while it trains); once trained, the room gets the question with its answer."""
+    import time
+
+    from attention.lessons import course
+
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+    code, key = poll.open()
+    at = app("course", room=code, host=key, lesson="watch_it_learn", train_seed="31")  # a seed nobody trains
+    assert "The room is asked once the lab has trained" in texts(at)
+    assert poll.room(code).question is None or poll.room(code).question.id != "course.watch_it_learn"
+    end = time.monotonic() + 240
+    while poll.room(code).question is None or poll.room(code).question.id != "course.watch_it_learn":
+        assert time.monotonic() < end, "the lesson's run did not finish training"
+        time.sleep(0.5)
+        at.run()
+        ok(at)
+    q = course.QUESTIONS["watch_it_learn"]
+    inputs = course.inputs_for(q, {"train_seed": 31})
+    assert float(poll.room(code).question.answer) == float(q.answer(inputs).value)

@@ -80,3 +80,24 @@ def test_each_map_entry_opens_its_lesson_and_the_page_link_goes_to_the_right_pag
     wait_for_charts(page)
     assert urlparse(page.url).path == "/" + course.LESSONS[-1].page.removeprefix("pages/").removesuffix(".py")
     assert_clean(page, page_errors)
+
+
+def test_pagedown_on_lesson_12_trains_then_shows_the_loss_in_view(page, app_url, page_errors, shoot):
+    """Lesson 12's reveal needs a training run nobody has made (a seed of the test's own): PageDown starts it, the
+    page says how far it is with no figure, and the loss curve comes into the window once it is trained."""
+    page.set_viewport_size(PROJECTOR)
+    open_page(page, app_url, "", "present=true&lesson=watch_it_learn&train_seed=23")
+    page.get_by_role("heading", name=re.compile("Watch one form")).first.wait_for()
+    settle(page)
+    page.wait_for_function(KEYS_JS)
+    page.keyboard.press("PageDown")
+    page.get_by_text(re.compile("The lab trains the model|The lab computed")).first.wait_for(timeout=60_000)
+    if page.get_by_text("The lab trains the model").count():
+        assert figures(page) == 0
+        shoot(page, "test_course_12_training")
+    page.wait_for_function(IN_VIEW_JS, arg=MAIN_CHARTS, timeout=300_000)
+    settle(page)
+    assert page.get_by_text("The lab computed").count() >= 1
+    shoot(page, "test_course_12_reveal")
+    assert "watch_it_learn:seen" in parse_qs(urlparse(page.url).query)["progress"][0]
+    assert_clean(page, page_errors)

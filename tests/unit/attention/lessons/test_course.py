@@ -3,6 +3,7 @@ answer, worked out here another way, is graded right and a wrong one wrong; unre
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -12,7 +13,7 @@ from attention import compute, tokenize
 from attention.basics import masks
 from attention.lessons import course
 from attention.llm import kv_memory
-from attention.models import minilm
+from attention.models import minilm, smollm2, tiny
 
 Q = course.QUESTIONS
 OTHER = "the cat sat on the mat because it was tired"
@@ -70,6 +71,42 @@ def encoder_oracle(i):
     return min(int(share * 4), 3)
 
 
+def induction_oracle(i):
+    """The token after the earlier copy of the query's token (Olsson et al. 2022: what an induction head reads), or
+    the first token, the sink, for a query of the first copy, which has no earlier copy."""
+    n, t = course.INDUCTION_LENGTH, int(i["token"])
+    return t - n + 1 if t >= n else 0
+
+
+@functools.lru_cache(maxsize=8)
+def trained(settings):
+    return tiny.train(settings)
+
+
+@functools.lru_cache(maxsize=4)
+def forward(ids):
+    return smollm2.run_ids(smollm2.load(), ids)
+
+
+@pytest.fixture(autouse=True)
+def runs_once():
+    """The models run once an input for the whole module (the package's runners re-run them on every answer, as a
+    notebook would; a server passes its kept runs, ui/course.py)."""
+    before = dict(course.RUNNERS)
+    course.serve(smollm2=forward, tiny=trained)
+    yield
+    course.RUNNERS.update(before)
+
+
+def fall_oracle(i):
+    """The step after the steepest fall of the task loss, from the package's training run, by torch's diff."""
+    run = trained(tiny.Settings(**{**course.LESSON_RUN, "seed": int(i["train_seed"])}))
+    loss = torch.tensor([s.task_loss for s in run.snapshots])
+    steps = torch.tensor([s.step for s in run.snapshots], dtype=torch.float32)
+    rate = -torch.diff(loss) / torch.diff(steps)
+    return int(steps[int(rate.argmax()) + 1])
+
+
 # question id -> (the oracle, three inputs the test chose)
 CASES = {
     "soft_lookup": (lookup_oracle, [{}, {"sentence": OTHER, "token": 6}, {"seed": 7, "d_k": 3, "token": 0}]),
@@ -90,6 +127,8 @@ CASES = {
         encoder_oracle,
         [{}, {"layer": 0, "head": 5}, {"sentence": "The cat sat on the mat.", "layer": 5, "head": 0}],
     ),  # fmt: skip
+    "chat_model": (induction_oracle, [{}, {"token": 25, "seed": 3}, {"token": 7}]),
+    "watch_it_learn": (fall_oracle, [{}, {"train_seed": 1}, {"train_seed": 2}]),
     "flash_attention": (flash_oracle, [{}, {"block_size": 4, "sentence": OTHER}, {"block_size": 1, "heads": 3}]),
 }
 
