@@ -250,7 +250,9 @@ def _pool_run(settings: tiny.Settings) -> tiny.Run:
     return job.run
 
 
-questions.serve(smollm2=_smollm2_run, tiny=_pool_run)
+# The server's runs for the questions that need a model (attention.lessons.course.runner): passed in every
+# lesson's inputs, so a lesson never runs a model a second time.
+RUNS = {"smollm2": _smollm2_run, "tiny": _pool_run}
 
 
 def _lesson_run(i: dict[str, Any]) -> tiny.Run:
@@ -485,8 +487,9 @@ def _mark(lesson: str, mark: str) -> None:
 
 
 def inputs(lesson: Lesson) -> dict[str, Any]:
-    """The question's inputs: the parameters as the learner set them (the lesson's own defaults where untouched)."""
-    return {name: get(name) for name in lesson.question.reads}
+    """The question's inputs: the parameters as the learner set them (the lesson's own defaults where untouched),
+    and the server's runners for its models."""
+    return {**{name: get(name) for name in lesson.question.reads}, questions.RUNS: RUNS}
 
 
 def answer_of(lesson: Lesson, now: dict[str, Any]) -> Answer | None:

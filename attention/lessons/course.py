@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import torch
@@ -44,17 +45,17 @@ def _forward(ids: tuple[int, ...]) -> smollm2.Run:
 
 
 # Where a question gets a model's run: by default the package runs it (a notebook, the tests, the lesson plans); a
-# server passes its own (`serve`): SmolLM2's run from the chat page's shared, budgeted cache, a training run from
-# its pool (kept for every visitor), so that a lesson never runs a model a second time.
-RUNNERS: dict[str, Callable[[Any], Any]] = {"smollm2": _forward, "tiny": tiny.train}
+# server passes its own in the inputs, under RUNS: SmolLM2's run from the chat page's shared, budgeted cache, a
+# training run from its pool (kept for every visitor), so that a lesson never runs a model a second time. No answer
+# depends on which runner made the run, so RUNS is never one of a question's `reads`.
+RUNS = "runs"
+DEFAULT_RUNNERS: Mapping[str, Callable[[Any], Any]] = MappingProxyType({"smollm2": _forward, "tiny": tiny.train})
 
 
-def serve(**runners: Callable[[Any], Any]) -> None:
-    """Use these runners (smollm2: ids -> smollm2.Run with weights; tiny: Settings -> a finished tiny.Run)."""
-    unknown = set(runners) - set(RUNNERS)
-    if unknown:
-        raise ValueError(f"no runner named {', '.join(sorted(unknown))}")
-    RUNNERS.update(runners)
+def runner(inputs: Inputs, name: str) -> Callable[[Any], Any]:
+    """The run of model `name` for these inputs (smollm2: ids -> smollm2.Run with weights; tiny: Settings -> a
+    finished tiny.Run): the server's own where the inputs carry it, else the package's."""
+    return {**DEFAULT_RUNNERS, **(inputs.get(RUNS) or {})}[name]
 
 
 class Truth(NamedTuple):
@@ -160,7 +161,10 @@ class Question:
 def inputs_for(question: Question, given: Inputs) -> dict[str, Any]:
     """The inputs a question reads: the given values, else the lesson's own default, else the dashboard's."""
     start = {**TOY, **VIEW, **TRAIN, **question.defaults}
-    return {n: given[n] if n in given else start[n] for n in question.reads}
+    out = {n: given[n] if n in given else start[n] for n in question.reads}
+    if RUNS in given:
+        out[RUNS] = given[RUNS]
+    return out
 
 
 def fingerprint(question: Question, inputs: Inputs) -> str:
@@ -528,7 +532,7 @@ def induction_head(inputs: Inputs) -> Induction:
     """The head with the largest induction score (attention.interpret) on these inputs' repeated tokens, from the
     run the server keeps (RUNNERS), and its row for the followed query."""
     ids, _ = induction_prompt(inputs)
-    run = RUNNERS["smollm2"](ids)
+    run = runner(inputs, "smollm2")(ids)
     scores = interpret.induction(run.weights, ids)  # (L, h)
     layer, head = divmod(int(scores.argmax()), scores.shape[1])
     i = _query(inputs)
@@ -612,7 +616,7 @@ def steepest_fall(run: tiny.Run) -> Fall:
 
 def _fall(inputs: Inputs) -> Truth:
     settings = lesson_settings(inputs)
-    run = RUNNERS["tiny"](settings)
+    run = runner(inputs, "tiny")(settings)
     fall = steepest_fall(run)
     total = fall.start - fall.end
     share = fall.drop / total if total > 0 else 0.0

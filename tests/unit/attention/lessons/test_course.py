@@ -89,13 +89,24 @@ def forward(ids):
 
 
 @pytest.fixture(autouse=True)
-def runs_once():
+def runs_once(monkeypatch):
     """The models run once an input for the whole module (the package's runners re-run them on every answer, as a
-    notebook would; a server passes its kept runs, ui/course.py)."""
-    before = dict(course.RUNNERS)
-    course.serve(smollm2=forward, tiny=trained)
-    yield
-    course.RUNNERS.update(before)
+    notebook would; a server passes its kept runs in the inputs, ui/course.py)."""
+    monkeypatch.setattr(course, "DEFAULT_RUNNERS", {"smollm2": forward, "tiny": trained})
+
+
+def test_a_runner_passed_in_the_inputs_is_the_one_used_and_changes_no_fingerprint():
+    q = course.QUESTIONS["chat_model"]
+    inputs = course.inputs_for(q, {})
+    calls = []
+
+    def counted(ids):
+        calls.append(ids)
+        return forward(ids)
+
+    given = course.inputs_for(q, {**inputs, course.RUNS: {"smollm2": counted}})
+    assert q.answer(given) == q.answer(inputs) and len(calls) == 1
+    assert course.fingerprint(q, given) == course.fingerprint(q, inputs)
 
 
 def fall_oracle(i):
