@@ -33,9 +33,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..basics import core
-from ..basics.config import Config
-from ..basics.params import Param, declarations, setting
+from ...basics import core
+from ...basics.config import Config
+from ...basics.params import Param, declarations, setting
 
 VOCAB = 32  # run tokens are 1..VOCAB; token 0 is the separator of reverse and sort
 SEP = 0
