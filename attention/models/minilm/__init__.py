@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from ..basics.config import Config
-from ..basics.core import Result, compute, merge_heads, project, scores
-from ..lessons import interpret
-from . import package
-from .package import ModelFileError, PackagedFile, sha256  # noqa: F401  re-exported: minilm.ModelFileError, minilm.sha256
+from ...basics.config import Config
+from ...basics.core import Result, compute, merge_heads, project, scores
+from ...lessons import interpret
+from .. import package
+from ..package import ModelFileError, PackagedFile, sha256  # noqa: F401  re-exported: minilm.ModelFileError, minilm.sha256
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
