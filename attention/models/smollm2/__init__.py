@@ -20,6 +20,11 @@ pairs (2i, 2i+1). We put the rows back in Llama's order at load time (as transfo
 so `attention.position`'s rotate-half RoPE (pairs i, i + 32) applies: the same permutation of the query and the
 key features inside a head, so no score changes. The attention itself runs through `attention.core`'s
 projection, grouped-query expansion, scores, mask and softmax: toy and real cannot drift apart.
+
+The parts, in the order they are used: settings (the page's and the command line's), quantized (a matrix as the
+GGUF stores it), reader (the file's metadata, layers and tokenizer; `load`), tokens (a prompt's ids and labels),
+decoder (`run_ids`: the forward pass after a KV cache), generation (a token a step, sampled), heads (one head or
+layer as a `Config`, behaviour scores). Every public name is re-exported here: callers write `smollm2.NAME`.
 """
 
 from ..package import ModelFileError

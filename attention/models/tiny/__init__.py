@@ -17,6 +17,11 @@ Tasks, on a random run of tokens x (length L): induction (x then x again: predic
 separator, x reversed), sort (x, a separator, x sorted), previous_token (predict the token before each one).
 The run length is drawn anew each batch (4 to 16), or is fixed: then the model learns a positional shortcut
 that fails at every other length (`evaluate_lengths`).
+
+The parts: settings (`Settings`, declared once, and the tasks' constants), data (the tasks' sequences), model (the
+weights and `forward`), optim (AdamW written out), trainer (`losses`, `measure`, `Trainer`, `advance`, `train`),
+snapshots (a run as data, and when a head formed), analysis (a layer as a `Config`, other run lengths, a head
+switched off). Every public name is re-exported here: callers write `tiny.NAME`.
 """
 
 from .analysis import Ablation, LengthTest, ablate, evaluate_lengths, layer_config, layer_result

@@ -14,7 +14,7 @@ class AdamW:
     torch's own optimizers import torch._dynamo the first time one is made (every torch.optim method is wrapped in
     torch._disable_dynamo, which imports it at its first call): about 70 MB and 1 s, for good, in the process that
     trains, which on a hosted copy is the server itself. This is the same arithmetic, op for op, as torch's
-    single-tensor AdamW (tests/test_tiny.py holds it to torch's, step by step)."""
+    single-tensor AdamW (tests/unit/attention/models/test_tiny.py holds it to torch's, step by step)."""
 
     def __init__(self, params: list[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2) -> None:  # fmt: skip
