@@ -1,7 +1,7 @@
 """Training runs for every visitor of the server: one run a setting, a few trained at a time, none blocking a page.
 
 What belongs here: the server-wide `Service` (the runs it keeps, its queue, its worker processes and its scrub
-cache). The math is attention/models/tiny.py; the page is pages/watch_it_learn.py, drawn by ui/training.py.
+cache). The math is attention/models/tiny/; the page is pages/watch_it_learn.py, drawn by ui/training.py.
 
 A run is a pure function of its `tiny.Settings`, so thirty visitors pressing Play on one setting share one
 training. At most WORKERS settings train at a time; the others wait in order and their pages say so. Training

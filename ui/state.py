@@ -128,11 +128,11 @@ PARAMS.update({name: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, 
 # Compare's side B: A's parameters under a b_ prefix, one seed apart so the page opens on a difference
 PARAMS.update({"b_" + n: PARAMS[n] for n in B_SIDE})
 PARAMS["b_seed"] = Control("int", 124, 0, 9999, label=PARAMS["seed"].label, help=PARAMS["seed"].help)
-# Watch it learn: the tiny model's training settings (attention/models/tiny.py) under a train_ prefix (its heads,
-# seed and d_model are not the attention Config's)
+# Watch it learn: the tiny model's training settings (attention/models/tiny/settings.py) under a train_ prefix (its
+# heads, seed and d_model are not the attention Config's)
 PARAMS.update({TRAIN_PREFIX + n: _control(n, p) for n, p in tiny.SETTINGS.items()})
-# Inside a chat model: SmolLM2's page settings (attention/models/smollm2.py) under a chat_ prefix (its layer and head
-# count 30 and 9, not the MiniLM page's 6 and 12)
+# Inside a chat model: SmolLM2's page settings (attention/models/smollm2/settings.py) under a chat_ prefix (its layer
+# and head count 30 and 9, not the MiniLM page's 6 and 12)
 PARAMS.update({CHAT_PREFIX + n: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help)
                for n, p in smollm2.SETTINGS.items()})  # fmt: skip
 # Head atlas: its settings (attention/lessons/heads.py) under an atlas_ prefix

@@ -1,7 +1,7 @@
 """Watch it learn's page helpers: the page's buttons and what they do, its live view and timeline, and the charts
 of a run (loss against chance, each head's scores over the steps). The runs themselves are the server's
 (server/training.py: one run a setting, shared by every visitor, trained in worker processes or a thread); the
-math is attention/models/tiny.py; the page is pages/watch_it_learn.py.
+math is attention/models/tiny/; the page is pages/watch_it_learn.py.
 """
 
 from __future__ import annotations

@@ -134,7 +134,8 @@ def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeyp
         calls.append(len(args[1]))  # the tokens run
         return run_ids(*args, **kwargs)
 
-    monkeypatch.setattr(S, "run_ids", counted)
+    monkeypatch.setattr(S, "run_ids", counted)  # the page's prompt runs
+    monkeypatch.setattr(S.generation, "run_ids", counted)  # generate_next's step
     held = budget.SERVER.used
     next(b for b in at.button if b.label == "Generate one token").click().run()
     assert not at.exception and calls == [1]  # one model step over the one new token

@@ -227,7 +227,7 @@ def test_a_nan_loss_stops_the_run_and_the_page_says_so(
     in_thread: pool.Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = tiny.losses
-    monkeypatch.setattr(tiny, "losses", lambda f, s: (real(f, s)[0] * float("nan"), real(f, s)[1]))
+    monkeypatch.setattr(tiny.trainer, "losses", lambda f, s: (real(f, s)[0] * float("nan"), real(f, s)[1]))
     at = open_page("watch_it_learn", **SMALL)
     at.button(key="tr:play").click().run()
     wait(in_thread.get(tiny.Settings(steps=50, every=25)))

@@ -417,7 +417,7 @@ def test_a_generation_grows_its_cache_one_step_a_token_and_equals_the_steps_of_f
 
     run = prompt_run
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(S, "run_ids", counted)
+        mp.setattr(S.generation, "run_ids", counted)  # where generate_next looks it up
         for n in range(1, 4):
             grown = S.generate_next(model, generation)
             assert calls == [1] * n  # one model step over one token, each time

@@ -215,7 +215,7 @@ def test_a_nan_loss_stops_the_run_and_says_so(monkeypatch: pytest.MonkeyPatch) -
         calls["n"] += 1
         return (loss * float("nan"), task) if calls["n"] > 5 else (loss, task)
 
-    monkeypatch.setattr(tiny, "losses", poisoned)
+    monkeypatch.setattr(tiny.trainer, "losses", poisoned)  # where the training step and measure look it up
     run = tiny.train(tiny.Settings(steps=20, every=2))
     assert run.stopped is not None and "nan" in run.stopped and "Lower the learning rate" in run.stopped
     assert run.snapshots and run.snapshots[-1].step < 20

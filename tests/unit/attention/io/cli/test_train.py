@@ -98,7 +98,7 @@ def test_a_nan_loss_prints_what_was_trained_and_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     real = tiny.losses
-    monkeypatch.setattr(tiny, "losses", lambda f, s: (real(f, s)[0] * float("nan"), real(f, s)[1]))
+    monkeypatch.setattr(tiny.trainer, "losses", lambda f, s: (real(f, s)[0] * float("nan"), real(f, s)[1]))
     code, out, err = run_cli(ARGS + ["--format", "json"], capsys)
     assert code == 1
     data = json.loads(out)
