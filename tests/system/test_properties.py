@@ -115,7 +115,8 @@ def test_the_app_never_seeds_or_draws_from_torchs_global_rng(monkeypatch) -> Non
         at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
         for name, value in url.items():
             at.query_params[name] = value
-        at.run()
+        at.run()  # the course's map, the default page
+        at.switch_page("pages/self_attention.py").run()
         for seed in (1, 77, 9999, 0):
             at.slider(key="w:seed").set_value(seed).run()
             assert not at.exception, [e.value for e in at.exception]
