@@ -281,7 +281,7 @@ def test_a_ten_thousand_character_word_is_drawn_with_a_bounded_number_of_measure
     # the same figures; at most ~10 more measurements a label cut, against ~10,000 one character at a time before
     for long_one, short_one in zip(shown, short, strict=True):
         assert long_one["measures"] <= short_one["measures"] + 40, (long_one, short_one)
-    page.goto(f"{app_url}/?sentence=short+{word}+words")
+    page.goto(f"{app_url}/self_attention?sentence=short+{word}+words")
     settle(page)
     wait_for_charts(page)
     drawn = page.evaluate(
