@@ -319,7 +319,10 @@ class WsClient:
         self.session = session
         self.base = base.rstrip("/") or f"http://{LOOPBACK}:{port}"
         self.query = query or urllib.parse.urlsplit(session.url("")).query
-        self.page = page  # a page's URL path ("masks"); "" opens the default page
+        # a page's URL path ("masks"); "" opens Self-attention, the page a Session's numbers are on (the default
+        # page, "/", is the course's map)
+        page = page or "self_attention"
+        self.page = page
         self.cookies = dict(cookies or {})
         # The page first, as a browser opens a link: a sticky proxy answers it with the cookie that keeps
         # this session's websocket and its downloads on one process.
@@ -334,7 +337,17 @@ class WsClient:
 
     def rerun(self, widgets: dict[str, int] | None = None, states: Sequence[Any] = ()) -> tuple[float, dict]:
         """Send one rerun (with new slider values, and any other WidgetStates) and read its messages:
-        (seconds, what it showed)."""
+        (seconds, what it showed). A session's first run of a page that is not the default one may draw nothing
+        (ui/_frame.py: the frame runs first and asks for the page again): it is run once more, as the browser
+        does, and the seconds are both runs'."""
+        first = not self.session_id
+        seconds, shown = self._rerun(widgets, states)
+        if first and not (shown["text"] or shown["charts"] or shown["exception"]):
+            again, shown = self._rerun(widgets, states)
+            seconds += again
+        return seconds, shown
+
+    def _rerun(self, widgets: dict[str, int] | None, states: Sequence[Any]) -> tuple[float, dict]:
         import websocket
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
