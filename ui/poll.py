@@ -289,9 +289,9 @@ def projector(questions: Sequence[Question] | None = None) -> None:
     words.markdown(f"### Join: `{link}`")
     words.markdown(f"# Room code {code}")
     words.caption("Or open the Class poll page and type the code.")
-    if questions is None:  # the course's questions at each lesson's own inputs, then the demo's
-        texts = {i: f"Lesson: {q.prompt(course.inputs_for(q, {}))}" for i, q in course_questions().items()}
-        texts.update({q.id: q.text for q in demo_questions()})
+    if questions is None:  # the demo's questions, then the course's at each lesson's own inputs
+        texts = {q.id: q.text for q in demo_questions()}  # a quick first question, then the lessons'
+        texts.update({i: f"Lesson: {q.prompt(course.inputs_for(q, {}))}" for i, q in course_questions().items()})
         make = _asked
     else:
         texts = {q.id: q.text for q in questions}
