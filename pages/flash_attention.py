@@ -32,12 +32,11 @@ if n > 1:
 size = min(int(ui.get("block_size")), n)  # one token: one block of 1
 smallest = llm.smallest_block(result)
 if size < smallest:
-    st.warning(
+    ui.stop(
         f"Block size {size} cuts {n} tokens into {len(flash.blocks(n, size)) ** 2:,} tiles, more than this teaching "
-        f"implementation keeps on a shared server. Pick a block size of at least {smallest}."
+        f"implementation keeps on a shared server. Pick a block size of at least {smallest}.",
+        "warning",
     )
-    ui.finish()
-    st.stop()
 key_blocks = flash.blocks(n, size)
 j = ui.clicker("tile", len(key_blocks) - 1)  # a presenter's PageDown/PageUp: the next key block, or back
 if len(key_blocks) > 1:

@@ -22,10 +22,8 @@ t = ui.clicker("decode_step", n - 1)  # a presenter's PageDown/PageUp: next toke
 try:
     (step,) = decoding.decode_result(result, steps=[t])  # the one step shown: it reads the cache as it is at t
 except ValueError as exc:
-    st.warning(f"This mask cannot be decoded token by token: {ui.plain(str(exc))}.")
     st.button("Show the causal mask", key="kv:causal", type="primary", on_click=llm.choose, args=("mask", "causal"))
-    ui.finish()
-    st.stop()
+    ui.stop(f"This mask cannot be decoded token by token: {ui.plain(str(exc))}.", "warning")
 
 tok = ui.labels(result.tokens)
 head = ui.head_picker(result.heads)

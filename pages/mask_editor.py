@@ -20,9 +20,7 @@ ui.controls(["sentence", "d_k", "heads", "seed"])
 tokens = ui.tokens_or_stop()  # a paste over ui.MAX_CHARS is refused before it is split
 t = len(tokens)
 if t > EDITOR_MAX:
-    st.info(f"The grid editor shows sentences of up to {EDITOR_MAX} tokens; this one has {t}: shorten it.")
-    ui.finish()
-    st.stop()
+    ui.stop(f"The grid editor shows sentences of up to {EDITOR_MAX} tokens; this one has {t}: shorten it.", "info")
 if t == 0:
     ui.config_or_stop()  # explains the empty sentence and stops
 

@@ -19,9 +19,7 @@ st.caption(
 ui.show_url_warnings()
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "padding", "window"])
 if len(ui.tokens_or_stop()) > MAX_TOKENS:  # a paste over ui.MAX_CHARS is refused before it is split
-    st.info(f"The pitfalls are computed for sentences of up to {MAX_TOKENS} tokens: shorten the sentence.")
-    ui.finish()
-    st.stop()
+    ui.stop(f"The pitfalls are computed for sentences of up to {MAX_TOKENS} tokens: shorten the sentence.", "info")
 
 config = ui.config_or_stop()
 used = pitfalls.pitfall_config(config)

@@ -23,8 +23,7 @@ if result.has_empty_rows:
 stepmode = ui.toggle("stepmode", container=st, help="Reveal the computation one stage at a time, for workshops.")
 if stepmode:
     ui.stepper(result, head)
-    ui.finish()
-    st.stop()
+    ui.stop()
 
 top, bottom = st.columns(2), st.columns(2)
 cols = [top[0], top[1], bottom[0], bottom[1]]

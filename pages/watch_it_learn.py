@@ -34,8 +34,7 @@ try:
     settings = tiny.Settings(**training.settings_values())
 except ValueError as exc:
     intro.caption("A transformer with nothing but attention, trained live.")
-    st.error(f"This setting cannot be trained: {exc}.")
-    st.stop()
+    ui.stop(f"This setting cannot be trained: {exc}.")
 intro.caption(training.intro(settings))
 training.follow(settings)
 service = training.service()

@@ -42,6 +42,7 @@ from .results import (
     result_or_stop,
     run_or_stop,
     scaling_sweep,
+    stop,
     tokens_or_stop,
 )
 from .state import (
@@ -128,6 +129,7 @@ __all__ = [
     "result_or_stop",
     "run_or_stop",
     "scaling_sweep",
+    "stop",
     "tokens_or_stop",
     "B_SIDE",
     "MAX_CHARS",

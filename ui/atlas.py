@@ -20,8 +20,8 @@ from server.shared import Shared
 from server.warmup import lazy
 
 from .charts import chart
-from .results import check_length
-from .state import finish, get, put
+from .results import check_length, stop
+from .state import get, put
 
 pd = lazy("pandas")
 alt = lazy("altair")
@@ -77,13 +77,11 @@ def atlases_or_stop(model: str, source: str, text: str | None = None) -> tuple[H
                 st.warning(f"The atlas reads at most {H.MAX_TOKENS} tokens: it scores the first {H.MAX_TOKENS}.")
         return pair
     except budget.Refused as exc:
-        st.warning(f"The atlas cannot be made now: {exc}.")
+        stop(f"The atlas cannot be made now: {exc}.", "warning")
     except ModelFileError as exc:  # it says what to install
-        st.error(f"{H.MODELS[model]} cannot be used: {exc}. Every other page works without it.")
+        stop(f"{H.MODELS[model]} cannot be used: {exc}. Every other page works without it.")
     except ValueError as exc:
-        st.error(f"The model cannot read this text: {exc}.")
-    finish()
-    st.stop()
+        stop(f"The model cannot read this text: {exc}.")
 
 
 def frame(a: H.Atlas) -> pd.DataFrame:

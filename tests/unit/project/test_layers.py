@@ -3,7 +3,8 @@
 - no module imports from a layer above its own (`attention` never imports streamlit, `ui` or a page);
 - `pages/`, `ui/` and `server/` compute no attention: no `@`, no softmax, masked_fill, matmul, einsum or
   scaled_dot_product_attention (words in strings are prose, not code, and do not count);
-- no import circle inside a package."""
+- no import circle inside a package;
+- a page stops one way: `ui.stop` (which says why and writes the URL back) is the only caller of `st.stop`."""
 
 from __future__ import annotations
 
@@ -111,6 +112,35 @@ def test_no_import_circle_inside_a_package(top):
     assert not circles, circles
 
 
+def stops_in(path: Path) -> list[int]:
+    """The lines where `path` calls `st.stop()` (or `streamlit.stop()`) itself."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "stop"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in ("st", "streamlit")
+    ]
+
+
+def test_a_page_stops_one_way():
+    """Only `ui.results.stop` ends a run early: every other stop goes through it, so each says why in the page's
+    own words and keeps the link (a bare `st.stop()` skipped writing the URL back)."""
+    one_way = ROOT / "ui" / "results.py"
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for top in ("pages", "ui", "dashboard")
+        for path in modules(top)
+        for line in stops_in(path)
+        if path != one_way
+    ]
+    assert not found, f"call ui.stop(why) instead of st.stop(): {found}"
+    assert len(stops_in(one_way)) == 1
+
+
 def test_the_checks_see_math_and_imports(tmp_path):
     """The readers themselves: a page computing a softmax, or the package importing streamlit, is seen."""
     page = tmp_path / "page.py"
@@ -122,5 +152,7 @@ def test_the_checks_see_math_and_imports(tmp_path):
         module = tmp_path / "mod.py"
         module.write_text("from streamlit import session_state\nimport ui.charts\n")
         assert {"streamlit", "streamlit.session_state", "ui.charts"} <= imports(module)
+        module.write_text("import streamlit as st\nif x:\n    st.stop()\nst.stop  # named, not called\n")
+        assert stops_in(module) == [3]
     finally:
         ROOT = saved
