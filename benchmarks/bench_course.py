@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from support import live_server  # noqa: E402
 
-from ui import course  # noqa: E402
+from ui.pages import course  # noqa: E402
 
 APP = '[data-testid="stApp"]'
 CHARTS = '[data-testid="stMain"] .vega-embed, [data-testid="stMain"] .al-heatmap'

@@ -5,7 +5,7 @@ import streamlit as st
 import ui
 from attention.llm import decoding
 from attention.models import smollm2 as S
-from ui import chat
+from ui.pages import chat
 
 st.title("Inside a chat model")
 st.caption(

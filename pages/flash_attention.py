@@ -3,8 +3,8 @@
 import streamlit as st
 
 import ui
-import ui.llm as llm
 from attention.llm import flash
+from ui.pages import llm
 
 st.title("FlashAttention")
 st.caption(

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from attention.lessons import heads as H
-from ui import atlas
+from ui.pages import atlas
 
 st.title("Head atlas")
 st.caption(

@@ -3,9 +3,9 @@
 import streamlit as st
 
 import ui
-import ui.llm as llm
 from attention.llm import decoding
 from attention.llm.kv_memory import MODELS, format_bytes
+from ui.pages import llm
 
 st.title("KV cache")
 st.caption(

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from ui import poll
+from ui.pages import poll
 
 st.title("Class poll: the projector")
 ui.show_url_warnings()

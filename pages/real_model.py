@@ -5,7 +5,7 @@ import streamlit as st
 import ui
 from attention.lessons import interpret
 from attention.models import minilm
-from ui import model as real
+from ui.pages import model as real
 
 st.title("Inside a real model")
 st.caption(

@@ -5,7 +5,7 @@ import streamlit as st
 
 import ui
 from attention.models import tiny
-from ui import training
+from ui.pages import training
 
 P = ui.state.TRAIN_PREFIX
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)

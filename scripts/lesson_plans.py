@@ -1,4 +1,4 @@
-"""Write the course's printable lesson plans, one page a lesson, into docs/course/ from ui/course.py's lessons.
+"""Write the course's printable lesson plans, one page a lesson, into docs/course/ from ui/pages/course/'s lessons.
 
     python scripts/lesson_plans.py [--out docs/course]
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from attention.lessons import course as questions  # noqa: E402
-from ui import course  # noqa: E402
+from ui.pages import course  # noqa: E402
 
 
 def plan(k: int, lesson: course.Lesson) -> str:
@@ -68,7 +68,7 @@ def render() -> dict[str, str]:
     total = sum(lesson.minutes for lesson in course.LESSONS)
     files["README.md"] = f"""# The course's lesson plans
 
-One printable page a lesson, written by `python scripts/lesson_plans.py` from `ui/course.py` (do not edit by hand).
+One printable page a lesson, written by `python scripts/lesson_plans.py` from `ui/pages/course/` (do not edit by hand).
 The course itself is the lab's front page: each lesson asks one question on the learner's own sentence before it
 draws the answer. Run it from a clicker in presenter mode (`/?present=true`): PageDown moves question → reveal →
 next lesson.

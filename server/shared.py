@@ -1,6 +1,6 @@
 """Values made once per key across the whole server and kept within a byte capacity: a session asking for a
 key another session is making waits for that one instead of making it again. The Real model page keeps its
-Readings and heads here (ui/model.py), the Head atlas its atlases (ui/atlas.py).
+Readings and heads here (ui/pages/model.py), the Head atlas its atlases (ui/pages/atlas.py).
 """
 
 from __future__ import annotations

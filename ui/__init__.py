@@ -9,9 +9,9 @@
     ui/charts.py     the Vega-Lite charts: bands over d_k, bars of one row
     ui/lessons.py    the walkthrough of one query with its numbers, and step mode
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
-    ui/course.py     the course: lessons in order, each asking before it shows; its map and progress
-    ui/poll.py       the class poll's views: a learner's question and answers, the projector's split and reveal
     ui/qr.py         a QR code for a link, made here (the poll's projector shows one)
+    ui/pages/        what one page draws and no other does, a module a page (ui/pages/__init__.py lists them);
+                     `lesson_link`, the course's link that every page shows, is re-exported here
 
 Layers: `attention` (the math; no Streamlit) <- `server` (what the whole process shares: the memory budget, the
 warm-up, the training pool) <- `ui` (drawing; no attention math) <- `pages` (a lesson each: which controls, which
@@ -24,13 +24,13 @@ from __future__ import annotations
 from server import warmup
 
 from . import _frame as _frame  # first: see ui/_frame.py
-from . import charts, course, exports, heatmaps, lessons, markup, poll, results, state, widgets
+from . import charts, exports, heatmaps, lessons, markup, results, state, widgets
 from .charts import band_chart, bars, chart, chart_row, lines, sweep_frame, sweep_table
-from .course import lesson_link
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
 from .lessons import SAY, clicker, inputs_note, stepper, walkthrough
 from .markup import dim_labels, explain, labels, plain
+from .pages.course import lesson_link
 from .results import (
     check_length,
     compute,
@@ -82,12 +82,10 @@ from .widgets import (
 
 __all__ = [
     "charts",
-    "course",
     "lesson_link",
     "exports",
     "heatmaps",
     "lessons",
-    "poll",
     "markup",
     "results",
     "state",

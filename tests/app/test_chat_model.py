@@ -171,7 +171,7 @@ def test_link_warnings_name_this_pages_own_ranges() -> None:
 
 def test_a_memory_refusal_in_the_head_view_is_said_in_plain_words(monkeypatch) -> None:
     from server import budget
-    from ui import chat
+    from ui.pages import chat
 
     def refused(*args, **kwargs):
         raise budget.Refused("the server's memory is taken by other visitors' large runs")
@@ -184,7 +184,7 @@ def test_a_memory_refusal_in_the_head_view_is_said_in_plain_words(monkeypatch) -
 
 
 def test_switching_off_the_induction_head_reports_the_largest_changes_with_white_space_shown() -> None:
-    from ui import chat
+    from ui.pages import chat
 
     assert chat.visible(" a\n\tb\r") == "␣a↵⇥b␍" and chat.visible("") == "∅"
     import re

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
 
 from attention.lessons import course as questions
-from ui import course
+from ui.pages import course
 
 ROOT = Path(__file__).resolve().parents[2]
 VEGA = "vega_lite_chart"

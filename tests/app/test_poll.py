@@ -137,7 +137,7 @@ def test_the_poll_says_it_is_paused_when_its_redis_does_not_answer(monkeypatch) 
 
 
 def test_the_course_pushes_its_question_into_the_room_its_session_hosts(monkeypatch) -> None:
-    """ui.poll.push, the course's way in: a question object with the course's field names becomes the current
+    """ui.pages.poll.push, the course's way in: a question object with the course's field names becomes the current
     question of the room this session hosts; a session that hosts none asks nothing."""
     poll = Poll(MemoryStore())
     monkeypatch.setattr(server.poll, "shared", lambda: poll)
@@ -148,7 +148,7 @@ def test_the_course_pushes_its_question_into_the_room_its_session_hosts(monkeypa
         import streamlit as st
 
         from server import poll as rooms
-        from ui import poll as ui_poll
+        from ui.pages import poll as ui_poll
 
         question = SimpleNamespace(id="course.1", prompt="Which key wins?", kind="choice", choices=["a", "b"],
                                    answer="b")  # fmt: skip

@@ -167,7 +167,7 @@ def test_other_pages_never_import_the_models_readers() -> None:
         "import sys; from streamlit.testing.v1 import AppTest\n"
         f"at = AppTest.from_file({str(ROOT / 'dashboard.py')!r}, default_timeout=60); at.run()\n"
         "at.switch_page('pages/multi_head.py').run(); assert not at.exception\n"
-        "print(sorted(m for m in ('safetensors', 'tokenizers', 'ui.model') if m in sys.modules))\n"
+        "print(sorted(m for m in ('safetensors', 'tokenizers', 'ui.pages.model') if m in sys.modules))\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -178,7 +178,7 @@ def test_other_pages_never_import_the_models_readers() -> None:
 
 
 def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_again(monkeypatch) -> None:
-    from ui import model as real
+    from ui.pages import model as real
 
     sentence = "Four visitors ask for this one sentence at the same moment."
     reads, started = [], threading.Event()

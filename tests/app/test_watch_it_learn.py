@@ -20,7 +20,7 @@ from support.charts import _walk, heatmaps, open_page
 
 from attention.models import tiny
 from server import training as pool
-from ui import training
+from ui.pages import training
 
 SMALL = {"train_steps": "50", "train_every": "25"}
 

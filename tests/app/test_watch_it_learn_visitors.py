@@ -15,7 +15,7 @@ from support.charts import open_page
 from attention.models import tiny
 from server import sessions
 from server import training as pool
-from ui import training
+from ui.pages import training
 
 STEPS = {"train_steps": "50", "train_every": "25"}
 

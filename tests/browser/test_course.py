@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from browser.test_pages import CHARTS, assert_clean, open_page, settle, wait_for_charts
-from ui import course
+from ui.pages import course
 
 pytestmark = pytest.mark.browser
 

@@ -15,7 +15,7 @@ from support import live_server
 
 from attention.models import tiny
 from server.training import GRACE_S, SWEEP_S
-from ui.training import ROOM_CHECK_S
+from ui.pages.training import ROOM_CHECK_S
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 STEPS = {"train_steps": 50, "train_every": 25}

@@ -157,7 +157,7 @@ def test_every_accepted_link_of_the_chat_page_runs_with_every_button(link: dict,
 @given(accepted_link(TRAIN))
 def test_every_accepted_link_of_watch_it_learn_runs_with_every_button(link: dict) -> None:
     from server import training as pool
-    from ui import training
+    from ui.pages import training
 
     service = pool.Service(processes=False)  # trains in this process: no worker processes to start per example
     stop = threading.Event()

@@ -1,4 +1,4 @@
-"""The printable lesson plans in docs/course/ are the ones scripts/lesson_plans.py writes from ui/course.py."""
+"""The printable lesson plans in docs/course/ are the ones scripts/lesson_plans.py writes from ui/pages/course/."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def forward(ids):
 @pytest.fixture(autouse=True)
 def runs_once(monkeypatch):
     """The models run once an input for the whole module (the package's runners re-run them on every answer, as a
-    notebook would; a server passes its kept runs in the inputs, ui/course.py)."""
+    notebook would; a server passes its kept runs in the inputs, ui/pages/course/)."""
     monkeypatch.setattr(course, "DEFAULT_RUNNERS", {"smollm2": forward, "tiny": trained})
 
 

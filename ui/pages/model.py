@@ -22,10 +22,10 @@ from attention.models import minilm
 from server import budget
 from server.shared import Shared as _Shared
 
-from .heatmaps import heatmap
-from .markup import labels
-from .results import stop
-from .state import get, put
+from ..heatmaps import heatmap
+from ..markup import labels
+from ..results import stop
+from ..state import get, put
 
 # What the page draws of the model on a sentence is a `minilm.Reading`: the hidden states, the rollout, the
 # head scores (and every weight up to MODEL_VIEW_MAX tokens), 0.25 MB at 16 tokens, 11 MB at 512; every head's

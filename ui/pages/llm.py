@@ -23,8 +23,8 @@ from attention import Result
 from attention.llm.flash import Tiled, blocks, tiled_attention
 from server import budget
 
-from .charts import chart
-from .state import get, put
+from ..charts import chart
+from ..state import get, put
 
 # The teaching implementation keeps every tile's scores and running state (attention.llm.flash.Tile), about
 # 1.5 KB of Python objects a tile plus its numbers. At 512 tokens and block size 1 that is 262,144 tiles and

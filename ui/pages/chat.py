@@ -23,9 +23,9 @@ from attention.models import smollm2 as S
 from server import budget
 from server.warmup import lazy
 
-from .charts import chart
-from .results import check_length, or_stop, stop
-from .state import get, put
+from ..charts import chart
+from ..results import check_length, or_stop, stop
+from ..state import get, put
 
 pd = lazy("pandas")
 alt = lazy("altair")

@@ -23,13 +23,13 @@ from attention.lessons.course import Question, Verdict
 from attention.llm import flash, kv_memory
 from attention.models import tiny
 
-from . import poll
-from .charts import band_chart, bars, chart, sweep_frame
-from .heatmaps import heatmap
-from .lessons import clicks
-from .markup import dim_labels, labels, plain
-from .results import compute, scaling_sweep
-from .state import get, put
+from ...charts import band_chart, bars, chart, sweep_frame
+from ...heatmaps import heatmap
+from ...lessons import clicks
+from ...markup import dim_labels, labels, plain
+from ...results import compute, scaling_sweep
+from ...state import get, put
+from .. import poll
 
 PAGE = "pages/course.py"
 TITLE = "Predict, then see: a course through attention"
@@ -180,7 +180,7 @@ def _fig_flash(i: dict[str, Any]) -> None:
 
 
 def _fig_encoder(i: dict[str, Any]) -> None:
-    from . import model as real  # the model's readers only where a lesson asks for them (see ui/model.py)
+    from .. import model as real  # the model's readers only where a lesson asks for them (see ui/pages/model.py)
 
     _, reading = real.run(str(i["sentence"]))
     layer, head = int(i["layer"]), int(i["head"])
@@ -194,7 +194,7 @@ def _fig_encoder(i: dict[str, Any]) -> None:
 def _fig_induction(i: dict[str, Any]) -> None:
     found = questions.induction_head(i)
     ids, tok = questions.induction_prompt(i)
-    from . import chat  # the chat model's run, shared with its page (cached server-wide, within the budget)
+    from .. import chat  # the chat model's run, shared with its page (cached server-wide, within the budget)
 
     weights = chat.run(ids).weights[found.layer, found.head]
     heatmap(weights, tok, tok, title=f"Layer {found.layer}, head {found.head}: the strongest induction head",
@@ -207,7 +207,7 @@ def _fig_induction(i: dict[str, Any]) -> None:
 
 
 def _fig_fall(i: dict[str, Any]) -> None:
-    from . import training
+    from .. import training
 
     run = _lesson_run(i)
     fall = questions.steepest_fall(run)
@@ -224,7 +224,7 @@ def _smollm2_run(ids: tuple[int, ...]):
     the package in the same process), the package's own."""
     if get_script_run_ctx() is None:
         return questions._forward(ids)
-    from . import chat
+    from .. import chat
 
     return chat.run(ids)
 
@@ -263,7 +263,7 @@ def _training(i: dict[str, Any]) -> str | None:
     """None once the lesson's run is trained (kept by the pool), else where it stands, in words."""
     from server.training import NoRoom, service
 
-    from . import training
+    from .. import training
 
     try:
         job = _job(questions.lesson_settings(i))
@@ -650,7 +650,7 @@ def lesson_view(lesson: Lesson) -> bool:
 
 
 def _controls(lesson: Lesson) -> None:
-    from .widgets import pick, select, slider, text
+    from ...widgets import pick, select, slider, text
 
     for name in lesson.controls:
         if name in ("sentence", "cross_sentence"):

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from .state import PARAMS, get, put
+from ..state import PARAMS, get, put
 
 
 def _shuffle_again() -> None:

@@ -21,9 +21,9 @@ from attention.lessons import course
 from server import poll as rooms
 from server.poll import PollError, Question, Unavailable
 
-from . import qr
-from .markup import plain
-from .state import get, put
+from .. import qr
+from ..markup import plain
+from ..state import get, put
 
 PAUSED = "The poll is paused: its storage is not answering. It resumes by itself; answers given now are not counted."
 LEARNER_EVERY_S = 3  # how often a learner's view looks for the instructor's next question or the reveal

@@ -19,9 +19,9 @@ from server import budget
 from server.shared import Shared
 from server.warmup import lazy
 
-from .charts import chart
-from .results import check_length, stop
-from .state import get, put
+from ..charts import chart
+from ..results import check_length, stop
+from ..state import get, put
 
 pd = lazy("pandas")
 alt = lazy("altair")

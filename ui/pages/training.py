@@ -24,8 +24,8 @@ from server.training import (
     service,
 )
 
-from . import charts, lessons, state
-from .charts import PALETTE
+from .. import charts, lessons, state
+from ..charts import PALETTE
 
 # charts of a run -------------------------------------------------------------------------------------------
 

@@ -1,0 +1,13 @@
+"""What one page (or one family of pages) draws and nothing else uses: a module a page, named after it.
+
+    atlas.py     Head atlas: every head of a real model as a point, its table and what the scores say
+    chat.py      Inside a chat model: the model's run, generation a token a step, the head view
+    course/      the course: its lessons in order (lessons.py, figures.py) and the question → reveal flow (flow.py)
+    llm.py       the LLM pages (KV cache, FlashAttention, grouped-query heads): their shared controls and charts
+    model.py     Real model: MiniLM's reading of a sentence and one head at a time
+    poll.py      the class poll's views: a learner's question and answers, the projector's split and reveal
+    position.py  Position: the shuffle of a sentence
+    training.py  Watch it learn: the training pool's run of a setting, its curves and its timeline
+
+They draw with `ui`'s shared helpers (charts, heatmaps, widgets, state, results) and never the other way round.
+"""

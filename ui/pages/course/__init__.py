@@ -1,0 +1,26 @@
+"""The course: a path through the lab's pages, each lesson asking before it shows (predict, then see).
+
+The page (pages/course.py), the other pages' links to their lessons and the tests use the names re-exported here.
+"""
+
+from .flow import (
+    BY_ID,
+    BY_PAGE,
+    LESSONS,
+    PAGE,
+    PLANS,
+    RUNS,
+    STAGE,
+    TITLE,
+    Answer,
+    Lesson,
+    course_map,
+    current,
+    lesson_defaults,
+    lesson_link,
+    lesson_view,
+    progress,
+)
+
+__all__ = ["BY_ID", "BY_PAGE", "LESSONS", "PAGE", "PLANS", "RUNS", "STAGE", "TITLE", "Answer", "Lesson", "course_map",
+           "current", "lesson_defaults", "lesson_link", "lesson_view", "progress"]  # fmt: skip
