@@ -4,16 +4,10 @@ The page (pages/course.py), the other pages' links to their lessons and the test
 """
 
 from .flow import (
-    BY_ID,
-    BY_PAGE,
-    LESSONS,
     PAGE,
-    PLANS,
-    RUNS,
     STAGE,
     TITLE,
     Answer,
-    Lesson,
     course_map,
     current,
     lesson_defaults,
@@ -21,6 +15,8 @@ from .flow import (
     lesson_view,
     progress,
 )
+from .lessons import BY_ID, BY_PAGE, LESSONS, PLANS, Lesson
+from .runs import RUNS
 
 __all__ = ["BY_ID", "BY_PAGE", "LESSONS", "PAGE", "PLANS", "RUNS", "STAGE", "TITLE", "Answer", "Lesson", "course_map",
            "current", "lesson_defaults", "lesson_link", "lesson_view", "progress"]  # fmt: skip

@@ -1,0 +1,171 @@
+"""What answers each lesson's question, drawn with the pages' own helpers from the package's results (the pages'
+shared, bounded caches): one function a lesson, given the lesson's inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from attention.lessons import course as questions
+from attention.lessons import permutation, soft_lookup
+from attention.llm import flash, kv_memory
+from attention.models import tiny
+
+from ...charts import band_chart, bars, chart, sweep_frame
+from ...heatmaps import heatmap
+from ...markup import dim_labels, labels, plain
+from ...results import compute, scaling_sweep
+from . import runs
+
+
+def toy(inputs: dict[str, Any], **overrides: Any):
+    return compute(questions.toy_config(inputs, **overrides))  # the pages' shared, bounded cache
+
+
+def n_tokens(inputs: dict[str, Any]) -> int:
+    return len(questions.tokenize(str(inputs["sentence"])))
+
+
+def lookup(i: dict[str, Any]) -> None:
+    result = toy(i)
+    q = questions._token(i)
+    look = soft_lookup.soft_lookup(result, 0, q)
+    keys = labels(result.key_tokens)
+    left, right = st.columns(2)
+    bars(look.weights, keys, title=f"weights α of query {labels(result.tokens)[q]}", blocked=look.allowed,
+         key="co:bars", container=left)  # fmt: skip
+    heatmap(look.weighted, keys, dim_labels(result.d_v), title="α · v: each value row times its weight",
+            key="co:weighted", container=right, annotate=False)  # fmt: skip
+
+
+def softmax(i: dict[str, Any]) -> None:
+    base = toy(i, mask="none")
+    doubled = toy(i, mask="none", scale="temperature", temperature=base.scale / 2)
+    q = questions._token(i)
+    keys = labels(base.key_tokens)
+    left, right = st.columns(2)
+    bars(base.weights[0, q], keys, title="softmax(omega / √d_k)", key="co:before", container=left)
+    bars(doubled.weights[0, q], keys, title="softmax(2 · omega / √d_k)", key="co:after", container=right)
+
+
+def scaling(i: dict[str, Any]) -> None:
+    t = min(max(n_tokens(i), 2), 32)
+    sweep = scaling_sweep(t, int(i["seed"]), questions.SWEEP_SEEDS)
+    band_chart(sweep_frame(sweep, "spread"), title="Score spread over d_k", y_title="std of the scores",
+               current=int(i["d_k"]), key="co:spread")  # fmt: skip
+    st.caption("The dashed rule is your d_k: unscaled, the spread grows like √d_k; scaled, it stays near 1.")
+
+
+def masks(i: dict[str, Any]) -> None:
+    result = toy(i)
+    tok = labels(result.tokens)
+    heatmap(result.weights[0], tok, tok, title=f"Softmax weights under the {result.config.mask} mask",
+            kind="weights", blocked=result.mask, key="co:masked")  # fmt: skip
+
+
+def heads(i: dict[str, Any]) -> None:
+    result = toy(i)
+    tok = labels(result.tokens)
+    q = questions._token(i)
+    shown = min(result.heads, 8)
+    cols = st.columns(min(shown, 4))
+    for h in range(shown):
+        heatmap(result.weights[h, q][None], [tok[q]], tok, title=f"head {h + 1}: row of {tok[q]}", kind="weights",
+                key=f"co:head:{h}", container=cols[h % len(cols)], annotate=False)  # fmt: skip
+
+
+def position(i: dict[str, Any]) -> None:
+    tokens = questions.tokenize(str(i["sentence"]))
+    perm = permutation.shuffled_order(tokens, seed=0)
+    shuffled_tokens = permutation.apply_order(tokens, perm)
+    context = toy(i, mask="none").context[0]
+    shuffled = toy(i, mask="none", sentence=" ".join(shuffled_tokens)).context[0]
+    left, right = st.columns(2)
+    dims = dim_labels(context.shape[1])
+    heatmap(context[perm], labels(shuffled_tokens), dims, title="contexts of the sentence, rows reordered",
+            key="co:ctx", container=left, annotate=False)  # fmt: skip
+    heatmap(shuffled, labels(shuffled_tokens), dims, title="contexts of the shuffled sentence", key="co:shuf",
+            container=right, annotate=False)  # fmt: skip
+    st.caption(f"Shuffled: {plain(' '.join(shuffled_tokens))}")
+
+
+def cross(i: dict[str, Any]) -> None:
+    result = toy(i, cross_sentence=str(i["cross_sentence"]))
+    heatmap(result.weights[0], labels(result.tokens), labels(result.key_tokens), title="Cross-attention weights",
+            kind="weights", key="co:cross")  # fmt: skip
+
+
+def cache(i: dict[str, Any]) -> None:
+    frame = pd.DataFrame(
+        [
+            {"model": m.name, "numbers a token": m.cache_bytes(1, bytes_per_number=1), "yours": m.name == i["kv_model"]}
+            for m in kv_memory.MODELS.values()
+        ]
+    )
+    spec = {
+        "mark": {"type": "bar"},
+        "encoding": {
+            "y": {"field": "model", "type": "nominal", "sort": None, "title": None},
+            "x": {"field": "numbers a token", "type": "quantitative", "title": "numbers a token in the KV cache"},
+            "color": {"field": "yours", "type": "nominal", "legend": None},
+        },
+    }
+    chart(frame, spec, height=160, key="co:cache")
+
+
+def tiles(i: dict[str, Any]) -> None:
+    result = toy(i)
+    n = len(result.tokens)
+    size = min(int(i["block_size"]), n)
+    tok = labels(result.tokens)
+    allowed = result.mask.clone()
+    allowed[:, size:] = False  # the first key block: all the scores a tile holds
+    allowed[size:, :] = False
+    heatmap(result.masked[0], tok, tok, title=f"One tile of {size} × {size} scores (coloured) of the {n} × {n}",
+            blocked=allowed, key="co:tile", annotate=False)  # fmt: skip
+    memory = flash.memory_numbers(n, n, size, result.heads)
+    c = st.columns(2)
+    c[0].metric("Ordinary: the whole S", f"{memory.full_scores:,}")
+    c[1].metric("Tiled: one tile + m and l", f"{memory.tile_scores + memory.statistics:,}")
+
+
+def encoder(i: dict[str, Any]) -> None:
+    from .. import model as real  # the model's readers only where a lesson asks for them (see ui/pages/model.py)
+
+    _, reading = real.run(str(i["sentence"]))
+    layer, head = int(i["layer"]), int(i["head"])
+    result = real.headresult(reading, layer, head)
+    tok = labels(reading.tokens)
+    heatmap(result.weights[0], tok, tok, title=f"Softmax weights, layer {layer} head {head}", kind="weights",
+            key="co:encoder", annotate=False)  # fmt: skip
+    st.caption("Rows are queries, columns keys: the [CLS] column (first) and the [SEP] column (last) are the sinks.")
+
+
+def induction(i: dict[str, Any]) -> None:
+    found = questions.induction_head(i)
+    ids, tok = questions.induction_prompt(i)
+    from .. import chat  # the chat model's run, shared with its page (cached server-wide, within the budget)
+
+    weights = chat.run(ids).weights[found.layer, found.head]
+    heatmap(weights, tok, tok, title=f"Layer {found.layer}, head {found.head}: the strongest induction head",
+            kind="weights", key="co:induction", annotate=False)  # fmt: skip
+    st.caption(
+        f"Rows are queries, columns keys. The stripe {questions.INDUCTION_LENGTH - 1} below the diagonal: each token "
+        "of the second copy reads the token after its earlier copy (induction). The bright first column: queries "
+        "with nothing to read park their weight on token 1 (the sink)."
+    )
+
+
+def fall(i: dict[str, Any]) -> None:
+    from .. import training
+
+    run = runs.lesson_run(i)
+    fall = questions.steepest_fall(run)
+    training.curve(training.loss_frame(run), training.curve_spec(
+        "Loss", "nats", "series", rule=tiny.CHANCE, rule_label=f"chance: ln {tiny.VOCAB} = {tiny.CHANCE:.2f}",
+        mark_step=fall.step, mark_label="falls fastest", height=200,
+    ), key="co:loss")  # fmt: skip
+    st.caption("The red rule: where the loss on the repeated half falls fastest, between two snapshots.")
