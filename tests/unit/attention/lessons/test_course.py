@@ -92,7 +92,7 @@ def forward(ids):
 def runs_once(monkeypatch):
     """The models run once an input for the whole module (the package's runners re-run them on every answer, as a
     notebook would; a server passes its kept runs in the inputs, ui/pages/course/)."""
-    monkeypatch.setattr(course, "DEFAULT_RUNNERS", {"smollm2": forward, "tiny": trained})
+    monkeypatch.setattr(course.question, "DEFAULT_RUNNERS", {"smollm2": forward, "tiny": trained})
 
 
 def test_a_runner_passed_in_the_inputs_is_the_one_used_and_changes_no_fingerprint():

@@ -19,11 +19,11 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ..basics.config import SETTINGS, Config, tokenize
-from ..basics.core import Result, compute
-from ..llm import flash, kv_memory
-from ..models import minilm, smollm2, tiny
-from . import interpret, permutation, scaling, soft_lookup
+from ...basics.config import SETTINGS, Config, tokenize
+from ...basics.core import Result, compute
+from ...llm import flash, kv_memory
+from ...models import minilm, smollm2, tiny
+from .. import interpret, permutation, scaling, soft_lookup
 
 Inputs = Mapping[str, Any]
 SCALAR = ("int", "float", "bool", "choice")
