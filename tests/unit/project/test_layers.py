@@ -31,6 +31,12 @@ def name_of(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def is_module(name: str) -> bool:
+    """Whether a dotted name is a module or package of this tree (not a name defined in one)."""
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
 def imports(path: Path) -> set[str]:
     """Absolute names of every module `path` imports (relative imports resolved)."""
     tree = ast.parse(path.read_text(), str(path))
@@ -45,8 +51,9 @@ def imports(path: Path) -> set[str]:
                 parts = package.split(".")
                 anchor = ".".join(parts[: len(parts) - node.level + 1])
                 base = f"{anchor}.{base}" if base else anchor
-            found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}
+            if not all(is_module(f"{base}.{alias.name}") for alias in node.names):
+                found.add(base)  # a name defined in `base` itself (`from . import x` of a submodule x needs only x)
     return found
 
 

@@ -31,7 +31,7 @@ def n_tokens(inputs: dict[str, Any]) -> int:
 
 def lookup(i: dict[str, Any]) -> None:
     result = toy(i)
-    q = questions._token(i)
+    q = questions.query_token(i)
     look = soft_lookup.soft_lookup(result, 0, q)
     keys = labels(result.key_tokens)
     left, right = st.columns(2)
@@ -41,10 +41,10 @@ def lookup(i: dict[str, Any]) -> None:
             key="co:weighted", container=right, annotate=False)  # fmt: skip
 
 
-def softmax(i: dict[str, Any]) -> None:
+def doubled(i: dict[str, Any]) -> None:
     base = toy(i, mask="none")
     doubled = toy(i, mask="none", scale="temperature", temperature=base.scale / 2)
-    q = questions._token(i)
+    q = questions.query_token(i)
     keys = labels(base.key_tokens)
     left, right = st.columns(2)
     bars(base.weights[0, q], keys, title="softmax(omega / √d_k)", key="co:before", container=left)
@@ -69,7 +69,7 @@ def masks(i: dict[str, Any]) -> None:
 def heads(i: dict[str, Any]) -> None:
     result = toy(i)
     tok = labels(result.tokens)
-    q = questions._token(i)
+    q = questions.query_token(i)
     shown = min(result.heads, 8)
     cols = st.columns(min(shown, 4))
     for h in range(shown):

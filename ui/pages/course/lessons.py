@@ -34,7 +34,7 @@ class Lesson:
 
 
 def _next_token(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    t = (questions._token(i) + 1) % max(n_tokens(i), 1)
+    t = (questions.query_token(i) + 1) % max(n_tokens(i), 1)
     return f"Follow token {t + 1} instead", {"token": t}
 
 
@@ -83,7 +83,7 @@ def _other_layer(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _next_copy(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     n = questions.INDUCTION_LENGTH
-    t = questions._query(i)
+    t = questions.induction_query(i)
     new = t - n if t >= n else t + n
     where = "first" if new < n else "second"
     return f"Follow token {new + 1}, the same token in the {where} copy", {"token": new}
@@ -103,7 +103,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("softmax", "Scores and the softmax", "pages/self_attention.py", "Self-attention", 5,
            "The softmax turns any row of scores into weights that are positive and sum to 1. How sharp they come out "
            "depends on the size of the gaps between the scores, not on the scores themselves.",
-           Q["softmax"], figures.softmax, _next_token, ("sentence", "seed")),
+           Q["softmax"], figures.doubled, _next_token, ("sentence", "seed")),
     Lesson("scaling", "Why divide by √d_k", "pages/scaling.py", "Why divide by √d_k", 7,
            "Wider queries and keys give bigger dot products. Unscaled, the softmax of a wide model turns into a hard "
            "max and stops learning; the √d_k in every transformer is what keeps it soft.",

@@ -16,7 +16,7 @@ def smollm2_run(ids: tuple[int, ...]):
     """The chat page's run of these tokens (its shared, budgeted cache); outside a page's run (a script, a test of
     the package in the same process), the package's own."""
     if get_script_run_ctx() is None:
-        return questions._forward(ids)
+        return questions.forward(ids)
     from .. import chat
 
     return chat.run(ids)
