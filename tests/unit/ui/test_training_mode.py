@@ -4,6 +4,7 @@ under a memory limit (the hosted copy's 690 MB) trains in its own process, one r
 from __future__ import annotations
 
 import server.budget as budget
+import server.memory as memory
 import server.training as training
 
 
@@ -22,7 +23,7 @@ def test_memory_limit_reads_the_first_file_that_sets_one(tmp_path):
 def test_cgroup_files_follow_the_process_own_cgroup(tmp_path):
     proc = tmp_path / "cgroup"
     proc.write_text("12:memory:/room/replica1\n0::/user.slice\n")
-    files = budget._cgroup_limit_files(str(proc), "/cg")
+    files = memory._cgroup_limit_files(str(proc), "/cg")
     assert files[:2] == ["/cg/memory/room/replica1/memory.limit_in_bytes", "/cg/user.slice/memory.max"]
 
 
