@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from ..basics.params import Param
+from ...basics.params import Param
 
 SCORES = ("previous_token", "first_token", "duplicate_token", "induction", "entropy", "mean_distance")
 ENCODER_SCORES = (*SCORES, "special", "punctuation")  # MiniLM's: Clark et al.'s [CLS]/[SEP] and punctuation
@@ -408,7 +408,7 @@ class SmolLM2(Runner):
     name, causal = "smollm2", True
 
     def __init__(self) -> None:
-        from ..models import smollm2
+        from ...models import smollm2
 
         self.S, self.model = smollm2, smollm2.load()
         self.group = self.model.group
@@ -432,7 +432,7 @@ class MiniLM(Runner):
     name, causal, group = "minilm", False, 1
 
     def __init__(self) -> None:
-        from ..models import minilm
+        from ...models import minilm
 
         self.M, self.model = minilm, minilm.load()
         self.cls, self.sep = (self.model.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]"))
