@@ -1,5 +1,12 @@
-"""The head atlas: every head of a real model scored for what it does, over a corpus or one text."""
+"""The head atlas: every head of a real model scored for what it does, over a corpus or one text.
 
+scores.py   the scores' definitions (previous_token, first_token, duplicate_token, induction, entropy, mean_distance;
+            MiniLM's special and punctuation) on a head's weights, pooled over texts as sums and counts
+summary.py  an atlas: its table, the strongest heads and what it says, in sentences computed from the scores
+runs.py     the models run on the shipped corpus (atlas_corpus.json), the repeated-token probe or a learner's text
+"""
+
+from .runs import MiniLM, Runner, SmolLM2, Text, corpus, inputs, model_atlas, model_atlases, repeated_tokens, runner
 from .scores import (
     COLOURS,
     DEFINITIONS,
@@ -13,31 +20,14 @@ from .scores import (
     REPEAT_SEEDS,
     SCORES,
     SETTINGS,
-    SINK_LAYER,
-    STRONG,
-    Atlas,
-    MiniLM,
-    Runner,
-    SmolLM2,
     Tallies,
-    Text,
-    atlas,
-    corpus,
-    findings,
-    head_name,
     head_scores,
-    inputs,
     is_punctuation,
-    model_atlas,
-    model_atlases,
-    ranked,
     renormalised_without_first,
     repeat_targets,
-    repeated_tokens,
-    runner,
     tallies,
-    top_sentences,
 )
+from .summary import SINK_LAYER, STRONG, Atlas, atlas, findings, head_name, ranked, top_sentences
 
 __all__ = [
     "COLOURS",
