@@ -32,9 +32,11 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from attention import presets
 from attention.basics.config import MAX_TOKENS, SETTINGS
 from attention.basics.params import Param
-from attention.lessons import course, heads, interpret
+from attention.lessons import course, interpret
+from attention.lessons.heads import scores as atlas
 from attention.llm import kv_memory
-from attention.models import smollm2, tiny
+from attention.models.smollm2 import settings as chat
+from attention.models.tiny import settings as training
 
 CHAT_PREFIX = "chat_"  # Inside a chat model's settings in the URL: chat_layer, chat_head, ...
 ATLAS_PREFIX = "atlas_"  # Head atlas's settings in the URL: atlas_model, atlas_x, ...
@@ -102,12 +104,8 @@ VIEW: dict[str, Param] = {
                  "the same shape and scale, to see what training changed.", default=False),
     "nseeds": Param("int", "Seeds in the band", "How many seeds each band of the sweep is drawn over.", default=32,
                     lo=2, hi=64),
-    "kv_dtype": Param("choice", "Number format", "How many bytes each cached number takes.", default="float16",
-                      choices=tuple(kv_memory.BYTES_PER_NUMBER)),
-    "kv_model": Param("choice", "A published model", "Whose KV cache the chart sizes.",
-                      default=next(iter(kv_memory.MODELS)), choices=tuple(kv_memory.MODELS)),
-    "behaviour": Param("choice", "Behaviour", "What the head gallery scores every head for.",
-                       default="previous_token", choices=interpret.BEHAVIOURS),
+    **kv_memory.SETTINGS,  # the KV cache page's, declared with the models it sizes
+    **interpret.SETTINGS,  # the head gallery's, declared with the behaviours it scores
     # The class poll (pages/poll.py, pages/poll_room.py; server/poll): a learner's link is ?room=CODE, to which the
     # page adds the browser's anonymous token (voter), so that a reload keeps its one answer; the projector's own
     # address carries the instructor's key (host), which asks, reveals and downloads.
@@ -130,14 +128,14 @@ PARAMS.update({"b_" + n: PARAMS[n] for n in B_SIDE})
 PARAMS["b_seed"] = Control("int", 124, 0, 9999, label=PARAMS["seed"].label, help=PARAMS["seed"].help)
 # Watch it learn: the tiny model's training settings (attention/models/tiny/settings.py) under a train_ prefix (its
 # heads, seed and d_model are not the attention Config's)
-PARAMS.update({TRAIN_PREFIX + n: _control(n, p) for n, p in tiny.SETTINGS.items()})
+PARAMS.update({TRAIN_PREFIX + n: _control(n, p) for n, p in training.SETTINGS.items()})
 # Inside a chat model: SmolLM2's page settings (attention/models/smollm2/settings.py) under a chat_ prefix (its layer
 # and head count 30 and 9, not the MiniLM page's 6 and 12)
 PARAMS.update({CHAT_PREFIX + n: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help)
-               for n, p in smollm2.SETTINGS.items()})  # fmt: skip
-# Head atlas: its settings (attention/lessons/heads.py) under an atlas_ prefix
+               for n, p in chat.SETTINGS.items()})  # fmt: skip
+# Head atlas: its settings (attention/lessons/heads/scores.py) under an atlas_ prefix
 PARAMS.update({ATLAS_PREFIX + n: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help)
-               for n, p in heads.SETTINGS.items()})  # fmt: skip
+               for n, p in atlas.SETTINGS.items()})  # fmt: skip
 
 # URL keys of links written before the URL used the Config's field names: read, then written under the new name
 RENAMED = {"layout": "head_layout", "cross": "cross_sentence", "cmask": "custom_mask"}

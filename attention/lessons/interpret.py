@@ -17,7 +17,19 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from ..basics.params import Param
+
 BEHAVIOURS = ("previous_token", "next_token", "sink", "same_word", "coreference")
+# The head gallery's setting (URL key behaviour): what it scores every head for
+SETTINGS: dict[str, Param] = {
+    "behaviour": Param(
+        "choice",
+        "Behaviour",
+        "What the head gallery scores every head for.",
+        default="previous_token",
+        choices=BEHAVIOURS,
+    ),
+}
 
 
 # norm-based attention -------------------------------------------------------------------------------

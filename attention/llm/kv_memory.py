@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..basics.params import Param
 from .gqa import check_kv_heads
 
 # bytes one number takes in the formats caches are kept in
@@ -211,3 +212,12 @@ def format_bytes(n: int) -> str:
     while size >= 1024 and i < len(units) - 1:
         size, i = size / 1024, i + 1
     return f"{n} B" if i == 0 else f"{size:.2f} {units[i]}"
+
+
+# The KV cache page's settings (URL keys kv_dtype, kv_model): the number format and the published model it sizes
+SETTINGS: dict[str, Param] = {
+    "kv_dtype": Param("choice", "Number format", "How many bytes each cached number takes.", default="float16",
+                      choices=tuple(BYTES_PER_NUMBER)),
+    "kv_model": Param("choice", "A published model", "Whose KV cache the chart sizes.",
+                      default=next(iter(MODELS)), choices=tuple(MODELS)),
+}  # fmt: skip
