@@ -80,11 +80,10 @@ def anonymous_bytes(status: str = "/proc/self/status") -> int:
 # they have allocated already is counted twice, on the safe side); a finished run's Result is in the anonymous
 # memory itself. The reserve is for the pages of torch's and the other libraries' code (file-backed: counted by the
 # cgroup, dropped and read again under pressure, but a working set must stay), what a run allocates beyond its
-# estimate, and what a page draws (at the soak's peak with this reserve for a run alone the kernel had squeezed the
-# page cache to 37 MB without killing anything). Before, a second reserve of 145 MB applied whenever any bytes of
-# the budget were held, finished Results included: under a crowd the process sat above that ceiling and a 1 MB
-# reading waited 20 s, a chat step 120 s and was refused (issue 37).
-RESERVE_FRACTION = 0.06  # 43 MB of Community Cloud's 690 MiB; $ATTENTION_LAB_RESERVE_MB sets it in MB
+# estimate, and what a page draws. One reserve, applied always: a second one whenever any bytes of the budget were
+# held kept the process above its ceiling under a crowd, and small runs waited behind it (the figures:
+# benchmarks/results/2026-11-27-design-figures.md, "Admission").
+RESERVE_FRACTION = 0.06  # of the limit; $ATTENTION_LAB_RESERVE_MB sets it in MB
 
 
 def ceiling_for(limit: int | None, reserve_mb: str | None = None, fraction: float = RESERVE_FRACTION) -> int | None:

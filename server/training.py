@@ -65,7 +65,7 @@ from . import budget, sessions
 from .scrub import ScrubCache
 
 WORKERS = 2  # settings trained at once, server-wide (the others queue)
-IDLE_S = 300.0  # worker processes (about 240 MB each, torch imported) end after this long with nothing to train
+IDLE_S = 300.0  # worker processes (each imports torch: large) end after this long with nothing to train
 MAX_RUNS = 32  # runs kept for the visitors
 # what the kept runs hold together: three of the largest (see above)
 KEPT_BYTES = int(float(os.environ.get("ATTENTION_LAB_KEPT_MB", 3 * tiny.MAX_RUN_BYTES / 2**20)) * 2**20)

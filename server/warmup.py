@@ -64,6 +64,6 @@ def warm_after(thread: threading.Thread, page_wait_s: float = 30.0) -> None:
         # No gc.freeze() here, unlike ui/__init__.py's at import time: by now other sessions' scripts are running,
         # and a freeze would make their namespaces (cycles through the pages' functions) uncollectable, with the
         # Results in them: memory that never comes back, and bytes of the server's budget (server/budget.py) held for
-        # ever (benchmarks/soak.py: 106 MB held after its first visitors left, every later large run refused).
+        # ever (benchmarks/soak.py showed it: every later large run refused).
 
     threading.Thread(target=run, name="ui-warm-imports", daemon=True).start()

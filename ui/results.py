@@ -64,12 +64,12 @@ def config_from_state(**overrides: Any) -> Config:
     return Config(**fields)
 
 
-# The caches are shared by every session of the server, so they are bounded in bytes, not only in
-# entries. Community Cloud gives the whole app 690 MB; the server holds ~385 MB once torch, pandas and
-# Streamlit are imported. So: 64 results of up to 512 KiB (the common sizes: up to ~150 tokens at one head),
-# 32 MiB at most, and one larger result (up to ~150 MB at 512 tokens, 16 heads, d = 256). Every larger result
-# is admitted against the server's one memory budget (server/budget.py) before it is computed, and holds its bytes
-# of it for as long as anything (the cache, a page's run) holds the Result: so what all the visitors' runs
+# The caches are shared by every session of the server, so they are bounded in bytes, not only in entries. Community
+# Cloud gives the whole app 690 MB, and the imports alone take more than half of it
+# (benchmarks/results/2026-11-27-design-figures.md). So: 64 results of up to 512 KiB (the common sizes: up to ~150
+# tokens at one head), 32 MiB at most, and one larger result (up to ~150 MB at 512 tokens, 16 heads, d = 256). Every
+# larger result is admitted against the server's one memory budget (server/budget.py) before it is computed, and holds
+# its bytes of it for as long as anything (the cache, a page's run) holds the Result: so what all the visitors' runs
 # hold at once is bounded, not only what the cache keeps.
 SMALL_RESULT_BYTES = 512 << 10
 

@@ -288,8 +288,8 @@ def play(settings: dict[str, Any]) -> None:
     if job is None:
         return
     if server.queue_position(job) < server.workers:  # it trains now (a queued run would keep the page waiting)
-        # The first chunk is 25 steps, about 0.1 s on a warm worker: drawn as soon as it lands, the first redraw
-        # shows the curve moving; without the wait it would move a tick (TICK_S) later.
+        # The first chunk is a few steps: drawn as soon as it lands, the first redraw shows the curve moving;
+        # without the wait it would move a tick (TICK_S) later.
         job.wait(2, FIRST_WAIT_S)
     ss = st.session_state
     if job.finished_training and ss.get(SHOWN, 0) >= len(job.snapshots) - 1:

@@ -120,8 +120,8 @@ def load_from(folder: Path) -> Model:
     from tokenizers import Tokenizer
 
     config = json.loads((folder / "config.json").read_text())
-    # the tensors map the file: pages come in as they are used (about +20 MiB RSS at load, +120 MiB once every
-    # weight has been read) and are shared, as page cache, with other server processes reading the same file
+    # the tensors map the file: pages come in as they are used (a little at load, the whole file once every weight
+    # has been read) and are shared, as page cache, with other server processes reading the same file
     w = load_file(folder / "model.safetensors", device="cpu")
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_padding()  # the shipped file pads every input to 128 tokens

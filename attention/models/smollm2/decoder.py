@@ -174,8 +174,7 @@ def run_bytes(model: Model, new: int, cached: int = 0, keep: bool = True) -> int
     the Run's tensors (every layer's intermediates with keep, else the logits), the new cache (the old one is
     copied), and the temporaries of the largest step: one layer's dequantized float32 matrices and its
     activations, or a chunk of the unembedding. From the shapes alone (4 bytes a number), before any is made
-    (tests/unit/attention/models/test_smollm2.py: above what the Run holds; 47-85 MB at 8-64 tokens where 25-65 MB
-    were measured)."""
+    (tests/unit/attention/models/test_smollm2.py holds it above what a Run holds)."""
     L, d, h, kv, dh = model.n_layers, model.d_model, model.heads, model.kv_heads, model.d_head
     t_k = cached + new
     d_ff = max(layer.w_gate.shape[0] for layer in model.layers)

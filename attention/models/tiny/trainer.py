@@ -175,8 +175,8 @@ def worker_init(niceness: int = 19) -> None:
     the lowest CPU priority, so that a server's pages get the cores first and training takes what is left.
 
     It warms up (`warm`) first, at the priority it started with, as it imported torch: at nice 19 the import of
-    torch._dynamo took a new run's first chunk 5-9 s, or the warm-up 7-19 s after the page opened, on a machine at
-    load 7-9 (a nice-19 process gets about 1% of a core against a busy one); Play found the worker still warming."""
+    torch._dynamo waited for the cores behind every busy process (a nice-19 process gets a sliver of a core against
+    a busy one), and Play found the worker still warming (design figures, benchmarks/results/)."""
     torch.set_num_threads(1)
     parent = os.getppid()
 
