@@ -71,7 +71,7 @@ def _log_to_stderr() -> None:
     logger.setLevel(os.environ.get("ATTENTION_LAB_LOG_LEVEL", "INFO").upper())
 
 
-@functools.cache  # once a process: the warm-up thread and the first script run may both call it
+@functools.lru_cache(maxsize=1)  # once a process: the warm-up thread and the first script run may both call it
 def start() -> None:
     """The process's background work, once: its log lines on stderr, large blocks handed back when freed, the heaps
     trimmed every few seconds, what the imports built frozen out of the garbage collector, and pandas/altair warmed

@@ -129,8 +129,8 @@ def test_the_app_never_seeds_or_draws_from_torchs_global_rng(monkeypatch) -> Non
 # --------------------------------------------------------------------------- no module-level session state
 
 SHARED = [
-    *sorted((ROOT / "ui").glob("*.py")),
-    *sorted((ROOT / "server").glob("*.py")),
+    *sorted((ROOT / "ui").rglob("*.py")),
+    *sorted((ROOT / "server").rglob("*.py")),
     # the package's modules, as before its parts moved into folders; models/ was not checked then (tiny.one_thread
     # sets torch's process-wide thread count while a run trains: a finding left for the training pool's issue)
     *sorted(p for p in (ROOT / "attention").rglob("*.py") if "models" not in p.relative_to(ROOT / "attention").parts),
