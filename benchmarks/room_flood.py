@@ -248,15 +248,8 @@ def leave(visits: Visits) -> None:
 
 def address_table(recipe: live_server.Recipe) -> dict[str, dict[str, int]]:
     """HAProxy's per-address counters (its stick table, `show table attention_lab`): {address: {conn_cur: ...}}."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(str(recipe.log_dir / "haproxy.sock"))
-        s.sendall(b"show table attention_lab\n")
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
     table = {}
-    for line in data.decode().splitlines():
+    for line in live_server.proxy_command(recipe, "show table attention_lab").splitlines():
         fields = dict(part.split("=", 1) for part in line.split()[1:] if "=" in part)
         if "key" in fields:
             address = fields.pop("key").removeprefix("::ffff:")

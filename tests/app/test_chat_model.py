@@ -8,29 +8,16 @@ from pathlib import Path
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from support.charts import heatmaps, set_widget
+from support.charts import heatmaps, open_page, set_widget
+from support.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention.models import smollm2 as S
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the server runs (deploy: OMP_NUM_THREADS=1)
-    yield
-    torch.set_num_threads(before)
-
-
 def page(**params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=300)  # the first run reads the model
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page("pages/chat_model.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page("chat_model", timeout_s=300, **params)  # the first run reads the model
 
 
 def texts(at: AppTest) -> str:

@@ -11,6 +11,8 @@ import torch
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
+from support.charts import ok
+from support.charts import open_ok as app
 
 from attention import Config, compute, masks
 from attention.io import export
@@ -26,27 +28,6 @@ PAGES = {
     "mask_editor": "Mask editor",
     "soft_lookup": "Attention as a soft lookup",
 }
-
-
-def app(page: str, **params: str) -> AppTest:
-    """The dashboard opened with these URL parameters, then switched to pages/<page>.py.
-
-    The first run is on the default page, so dashboard.py reads the link: with a `pages/` folder beside
-    it, Streamlit runs a page that switch_page names directly (its multipage v1 mode), skipping the frame.
-    """
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page(f"pages/{page}.py")
-    at.run()
-    ok(at)
-    return at
-
-
-def ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def frame(at: AppTest, column: str):

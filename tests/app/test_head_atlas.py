@@ -11,7 +11,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
-from support.charts import set_widget
+from support.charts import open_page, set_widget
+from support.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention.lessons import heads as H
 from ui.state import MAX_CHARS
@@ -19,22 +20,8 @@ from ui.state import MAX_CHARS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the server runs (deploy: OMP_NUM_THREADS=1)
-    yield
-    torch.set_num_threads(before)
-
-
 def page(**params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=300)  # the corpus: every text through the model
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page("pages/head_atlas.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page("head_atlas", timeout_s=300, **params)  # the corpus: every text through the model
 
 
 def texts(at: AppTest) -> str:

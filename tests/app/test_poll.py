@@ -8,28 +8,14 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from support.charts import ok
+from support.charts import open_ok as app
 from support.redis_server import redis_server
 
 import server.poll
 from server.poll import MemoryStore, Poll, RedisStore
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def app(page: str, **params: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
-    for name, value in params.items():
-        at.query_params[name] = value
-    at.run()
-    at.switch_page(f"pages/{page}.py")
-    at.run()
-    ok(at)
-    return at
-
-
-def ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def texts(at: AppTest) -> str:

@@ -18,14 +18,28 @@ COMPONENT = "attention_lab.heatmap"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def open_page(path: str, **params: str) -> AppTest:
-    """The dashboard opened with these URL parameters, switched to pages/<path>.py and run, with no exception."""
-    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=60)
+def open_page(path: str, timeout_s: float = 60, **params: str) -> AppTest:
+    """The dashboard opened with these URL parameters, switched to pages/<path>.py and run, with no exception
+    (timeout_s: a run's limit; a page whose first run loads a model or scores a corpus needs more)."""
+    at = AppTest.from_file(str(ROOT / "dashboard.py"), default_timeout=timeout_s)
     for name, value in params.items():
         at.query_params[name] = value
     at.run()  # AppTest finds st.navigation's pages only after a first run
     at.switch_page(f"pages/{path}.py").run()
     assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def ok(at: AppTest) -> None:
+    """The run raised nothing and showed no error."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def open_ok(path: str, **params: str) -> AppTest:
+    """`open_page`, and the page showed no error either."""
+    at = open_page(path, **params)
+    ok(at)
     return at
 
 

@@ -254,16 +254,21 @@ def replica_pid(recipe: Recipe, name: str) -> int | None:
     return int(pid) if pid.isdigit() and int(pid) > 0 else None
 
 
-def proxy_servers(recipe: Recipe) -> dict[str, str]:
-    """What HAProxy says of each replica (s1: "UP", "DOWN", "UP 1/2", ...), from its admin socket's `show stat`."""
+def proxy_command(recipe: Recipe, command: str) -> str:
+    """HAProxy's answer to one command on its admin socket (`show stat`, `show table attention_lab`, ...)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)
         s.connect(str(recipe.log_dir / "haproxy.sock"))
-        s.sendall(b"show stat\n")
+        s.sendall(command.encode() + b"\n")
         data = b""
         while chunk := s.recv(65536):
             data += chunk
-    lines = data.decode().splitlines()
+    return data.decode()
+
+
+def proxy_servers(recipe: Recipe) -> dict[str, str]:
+    """What HAProxy says of each replica (s1: "UP", "DOWN", "UP 1/2", ...), from its admin socket's `show stat`."""
+    lines = proxy_command(recipe, "show stat").splitlines()
     header = lines[0].lstrip("# ").split(",")
     rows = [dict(zip(header, line.split(","), strict=False)) for line in lines[1:] if line]
     return {r["svname"]: r["status"] for r in rows if r["pxname"] == "streamlit" and r["svname"] != "BACKEND"}

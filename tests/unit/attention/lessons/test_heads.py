@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention.lessons import heads as H
 from attention.lessons import interpret
@@ -162,23 +163,6 @@ def assert_scores_equal_reference(atlas: H.Atlas, attentions, ids, causal, speci
             for k, v in want.items():
                 got = float(atlas.scores[k][layer, head])
                 assert got == pytest.approx(v, abs=1e-4, nan_ok=True), (k, layer, head, got, v)
-
-
-@pytest.fixture(scope="module")
-def offline(tmp_path_factory: pytest.TempPathFactory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("TRANSFORMERS_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home")))
-        yield
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 MINILM_TEXTS = ("The cat sat on the mat, and the cat slept.", "x = f(x); y = f(y)")

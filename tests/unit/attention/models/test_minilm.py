@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.fixtures import offline  # noqa: F401  (fixtures)
 
 from attention import compute
 from attention.lessons import interpret
@@ -43,16 +44,6 @@ def model() -> P.Model:
 @pytest.fixture(scope="module")
 def runs(model: P.Model) -> dict[str, P.ModelRun]:
     return {s: P.forward(model, s) for s in SENTENCES}
-
-
-@pytest.fixture(scope="module")
-def offline(tmp_path_factory: pytest.TempPathFactory):
-    """The Hugging Face libraries, offline, caching (if at all) in a temporary folder, never the home folder."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("TRANSFORMERS_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home")))
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention import compute
 from attention.basics import position
@@ -45,28 +46,9 @@ CLOSE = {"atol": 1e-4, "rtol": 0.0}  # the issue's bar against transformers
 HEAD = {"atol": 1e-5, "rtol": 0.0}  # attention.compute on one head against the model's own numbers
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread, as the server runs (deploy: OMP_NUM_THREADS=1): two threads on a busy two-core machine
-    wait on each other at every operation (a forward went from 1.6 s to 22 s)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def model() -> S.Model:
     return S.load()
-
-
-@pytest.fixture(scope="module")
-def offline(tmp_path_factory: pytest.TempPathFactory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("TRANSFORMERS_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(tmp_path_factory.mktemp("hf_home")))
-        yield
 
 
 @pytest.fixture(scope="module")

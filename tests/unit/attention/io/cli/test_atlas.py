@@ -6,18 +6,10 @@ import json
 import re
 
 import pytest
-import torch
+from support.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention.io.cli.main import main
 from attention.lessons import heads as H
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize(

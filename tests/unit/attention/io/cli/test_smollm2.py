@@ -7,20 +7,13 @@ import json
 
 import pytest
 import torch
+from support.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 from support.scripts import assert_reproduces
 
 from attention import compute
 from attention.io.cli.main import main
 from attention.io.export import to_dict
 from attention.models import smollm2 as S
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
