@@ -4,7 +4,8 @@
 // (but for PageDown/PageUp on the stepper's own slider: see onSliderKey);
 // a switch or a button does not use them, so the keys work right after step mode is switched on with the mouse
 // (the focus stays on the switch). With data.stage (a CSS selector), the stage is scrolled to the top of the
-// window when it first shows and whenever it changes: a clicker cannot scroll, and a stage fits a projector's 768 px.
+// window when it first shows (unless data.on_open is false: a page that opens on its title and controls) and
+// whenever it changes: a clicker cannot scroll, and a stage fits a projector's 768 px.
 const INTERACTIVE =
   "input:not([type=checkbox]):not([role=switch]), textarea, select, [contenteditable=true], [role=slider], " +
   "[role=combobox], [role=listbox], [role=radiogroup], [role=spinbutton]";
@@ -92,6 +93,6 @@ export default function (component) {
   keepSliderFocus();
   const step = data && typeof data.step === "number" ? data.step : 0;
   const changed = marker.dataset.step !== undefined && marker.dataset.step !== String(step);
-  if (data && data.stage && (fresh || changed)) showStage(data.stage);
+  if (data && data.stage && ((fresh && data.on_open !== false) || changed)) showStage(data.stage);
   marker.dataset.step = String(step);
 }

@@ -38,7 +38,8 @@ if size < smallest:
         "warning",
     )
 key_blocks = flash.blocks(n, size)
-j = ui.clicker("tile", len(key_blocks) - 1)  # a presenter's PageDown/PageUp: the next key block, or back
+# a presenter's PageDown/PageUp: the next key block, or back; each press brings the block's figures to the window's top
+j = ui.clicker("tile", len(key_blocks) - 1, stage=".st-key-fa-stage", on_open=False)
 if len(key_blocks) > 1:
     ui.slider("tile", container=sliders[1], top=len(key_blocks) - 1, help="The key blocks are visited in order; "
               "this is the last one visited so far (counted from 0). Keys: PageDown / → next block, PageUp / ← "
@@ -52,13 +53,14 @@ running_max, running_sum, output = llm.after_block(tiled, j)
 skipped = sum(t.skipped for t in tiled.tiles)
 
 first, last = tok[current.start], tok[current.stop - 1]
-st.subheader(f"After key block {j}: keys {first} to {last}")
-ui.explain(
+stage = st.container(key="fa-stage")  # what a press changes: the block's scores, the running state and output
+stage.subheader(f"After key block {j}: keys {first} to {last}")
+stage.caption(
     f"Key blocks of {size} and query blocks of {size} make {len(tiled.tiles)} tiles"
     + (f", {skipped} of them skipped because the mask blocks every cell. " if skipped else ". ")
     + "Each block of query rows keeps its own state (side by side on a GPU); all are shown after the same key block."
 )
-left, right = st.columns([3, 2])
+left, right = stage.columns([3, 2])
 # no numbers in the cells: a key not visited yet is grey like a masked one, and its score is not −∞, only unread
 ui.heatmap(result.masked[head], tok, tok, title=f"Scores S = Q Kᵀ / {result.scale:.4g}, visited so far",
            blocked=llm.columns_up_to(result.mask, current.stop), annotate=False, key="fa:scores",
@@ -69,7 +71,7 @@ ui.heatmap(result.masked[head][:, block], tok, tok[block], title=f"Key block {j}
            blocked=result.mask[:, block], key="fa:block", container=right)  # fmt: skip
 right.caption("The one column of tiles read now: only these scores are held; the earlier ones are gone.")
 
-stats = st.columns([1, 1, 3])
+stats = stage.columns([1, 1, 1.6])  # m and l at least 240 px wide at a projector's 1024 px (presenter mode)
 numbered = n <= ui.heatmaps.ANNOTATE_MAX  # the cells print their values: no colour bar needed in a narrow column
 ui.heatmap(running_max[head][:, None], tok, ["m"], title="Running max m", key="fa:m", legend=not numbered,
            container=stats[0])  # fmt: skip

@@ -17,7 +17,9 @@ ui.lesson_link("pages/kv_cache.py")  # this page's lesson in the course
 ui.controls(["sentence", "d_k", "d_v", "heads", "seed", "mask", "window"])
 result = ui.result_or_stop()
 n = len(result.tokens)
-t = ui.clicker("decode_step", n - 1)  # a presenter's PageDown/PageUp: next token, back; one token: step 0
+# a presenter's PageDown/PageUp: next token, back (one token: step 0); each press brings the step's figures to the
+# window's top, below the fold of a projector's 768 px otherwise
+t = ui.clicker("decode_step", n - 1, stage=".st-key-kv-stage", on_open=False)
 
 try:
     (step,) = decoding.decode_result(result, steps=[t])  # the one step shown: it reads the cache as it is at t
@@ -41,13 +43,14 @@ if n > 1:
 else:
     st.info("One token: the cache holds just its key and value. Add words to the sentence to watch it grow.")
 
-st.markdown(
+stage = st.container(key="kv-stage")  # what a press changes, from the step's line to its new row of weights
+stage.markdown(
     f"**Step {t}:** token *{ui.plain(tok[t])}* arrives; the cache now holds {step.tokens} of {n} "
     f"token{'s' if n > 1 else ''}."
 )
 
-st.subheader("The cache grows by one row a step")
-left, right = st.columns(2)
+stage.subheader("The cache grows by one row a step")
+left, right = stage.columns(2)
 cached = tok[: t + 1]
 ui.heatmap(step.cache_keys[head], cached, ui.dim_labels(result.d_k),
            title=f"Cached keys ({step.tokens} × {result.d_k})", key="kv:keys", container=left)  # fmt: skip
@@ -56,8 +59,8 @@ ui.heatmap(step.cache_values[head], cached, ui.dim_labels(result.d_v),
            title=f"Cached values ({step.tokens} × {result.d_v})", key="kv:values", container=right)  # fmt: skip
 right.caption("Row j is token j's value: what the new token's weights mix.")
 
-st.subheader("One new row of weights")
-left, right = st.columns(2)
+stage.subheader("One new row of weights")
+left, right = stage.columns(2)
 row, shown = llm.padded_row(step.weights[head], step.allowed, n)
 ui.heatmap(row, [tok[t]], tok, title=f"Step {t}: query {tok[t]} against the cache", kind="weights", blocked=shown,
            key="kv:row", container=left)  # fmt: skip

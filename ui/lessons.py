@@ -145,13 +145,15 @@ def _move_step(delta: int | None) -> None:
     put("step", min(max(step, 0), len(STAGES) - 1))
 
 
-def clicks(key: str, value: int, *, stage: str | None = None, slider: str | None = None) -> int:
+def clicks(key: str, value: int, *, stage: str | None = None, slider: str | None = None, on_open: bool = True) -> int:
     """This run's press of a presenter's clicker: +1 (PageDown or →), -1 (PageUp or ←), 0 (none). value: what the
-    page shows now; stage: a CSS selector of what to scroll to the window's top when it first shows and whenever the
-    value changes (step mode's stage), or None; slider: the widget key of a slider that shows the value, whose
-    PageDown/PageUp then move it as the clicker does (one on, one back) instead of a page the other way. One call a
-    page, before the widgets that show the value."""
-    data = {"step": value, "stage": stage, "slider": None if slider is None else "." + key_class(slider)}
+    page shows now; stage: a CSS selector of what to scroll to the window's top whenever the value changes, and when
+    it first shows unless on_open is False (step mode's stage scrolls at once; a page that opens on its title and
+    controls scrolls only once a press changes what it shows), or None; slider: the widget key of a slider that shows
+    the value, whose PageDown/PageUp then move it as the clicker does (one on, one back) instead of a page the other
+    way. One call a page, before the widgets that show the value."""
+    data = {"step": value, "stage": stage, "slider": None if slider is None else "." + key_class(slider),
+            "on_open": on_open}  # fmt: skip
     keys = STEP_KEYS(key=f"keys:{key}", data=data, on_move_change=ignore_event, height=0)
     move = keys.get("move") if keys is not None else None
     return 1 if move == "next" else -1 if move == "previous" else 0
@@ -162,15 +164,15 @@ def key_class(key: str) -> str:
     return "st-key-" + re.sub(r"[^a-zA-Z0-9_-]", "-", key.strip())
 
 
-def clicker(name: str, last: int, *, stage: str | None = None) -> int:
+def clicker(name: str, last: int, *, stage: str | None = None, on_open: bool = True) -> int:
     """A presenter's clicker (PageDown/PageUp, or the arrow keys) moves the int parameter `name` one on or back,
     within 0..last; returns its value. Call it before the widgets that show the parameter, so they show the move.
 
-    stage: a CSS selector of what to scroll to the window's top when it first shows and whenever the value changes
-    (step mode's stage); None leaves the page where it is.
+    stage: a CSS selector of what to scroll to the window's top whenever the value changes, and when it first shows
+    unless on_open is False (see `clicks`); None leaves the page where it is.
     """
     value = min(max(int(get(name)), 0), last)
-    moved = min(max(value + clicks(name, value, stage=stage, slider="w:" + name), 0), last)  # ui.slider's key
+    moved = min(max(value + clicks(name, value, stage=stage, slider="w:" + name, on_open=on_open), 0), last)
     if moved != value:
         put(name, moved)
         # the keys' component was drawn with the old value: run again, so that it (and the stage it scrolls to)

@@ -173,22 +173,39 @@ def test_the_presenter_types_the_key_sentence_of_cross_attention(projector, app_
     assert_clean(page, page_errors)
 
 
-def test_the_clicker_drives_the_kv_cache_and_flashattention(projector, app_url, page_errors):
+def in_window(page, selector: str) -> dict:
+    """Where an element is in the window: its top, bottom, width (px) and whether it lies wholly inside."""
+    box = page.locator(selector).first.evaluate(
+        "e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, width: r.width}; }"
+    )
+    return {**box, "inside": box["top"] >= -1 and box["bottom"] <= PROJECTOR["height"] + 1}
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_the_clicker_drives_the_kv_cache_and_flashattention(projector, app_url, page_errors, present):
+    """PageDown/PageUp move the decoding step and the key block, and after every press the figures the press
+    changed are in the 1024 x 768 window (the page opens on its title; a press scrolls its stage to the top)."""
     page = projector
-    open_page(page, app_url, "kv_cache")
+    query = "present=true" if present else ""
+    open_page(page, app_url, "kv_cache", query)
     wait_for_charts(page)
+    assert in_window(page, '[data-testid="stMain"] h1')["inside"]  # it opens on its title, not scrolled
     page.locator('[data-testid="stMain"] h1').click()  # focus on the page, not on a control
     for step in (1, 2):
         page.keyboard.press("PageDown")
         poll(lambda: parse_qs(urlparse(page.url).query).get("decode_step"), lambda v, s=step: v == [str(s)])
         settle(page)
         assert slider(page, "Decoding step").input_value() == str(step)
+        page.wait_for_timeout(300)  # the scroll happens on the next frame
+        for title in (f"Cached keys ({step + 1} ×", f"Step {step}: query"):
+            box = in_window(page, f'.al-heatmap[data-title^="{title}"]')
+            assert box["inside"], (step, title, box)
     page.keyboard.press("PageUp")
     poll(lambda: slider(page, "Decoding step").input_value(), lambda v: v == "1")
     settle(page)
     assert slider(page, "Decoding step").input_value() == "1"
 
-    open_page(page, app_url, "flash_attention")
+    open_page(page, app_url, "flash_attention", query)
     wait_for_charts(page)
     page.locator('[data-testid="stMain"] h1').click()
     page.keyboard.press("PageDown")
@@ -196,6 +213,10 @@ def test_the_clicker_drives_the_kv_cache_and_flashattention(projector, app_url, 
     settle(page)
     assert slider(page, "Key block").input_value() == "1"
     assert page.get_by_role("heading", name=re.compile("After key block 1")).count() == 1
+    page.wait_for_timeout(300)
+    assert in_window(page, '.al-heatmap[data-title="Key block 1\'s scores"]')["inside"]
+    for title in ("Running max m", "Running sum l"):  # no chart narrower than 240 px on a projector
+        assert in_window(page, f'.al-heatmap[data-title="{title}"]')["width"] >= 240, title
     assert_clean(page, page_errors)
 
 
