@@ -242,6 +242,6 @@ def admitted(
     return value
 
 
-def usedin_mb() -> float:
+def used_mb() -> float:
     """The server's budget in use now, in MB (for benchmarks and tests)."""
     return SERVER.used / MB
