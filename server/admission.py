@@ -83,11 +83,13 @@ class Admission:
 
     Runs of one size class are served in the order they asked; small runs (at most `small` bytes: a chat step, a
     Real-model reading) are served before large ones, as long as the small runs that went ahead of a large one
-    that asked earlier and are still computing hold at most `pass_share` bytes together. So a small run that fits
-    is never held behind a large one, and memory that comes free goes to a small run that waits before a large
-    one takes it for its whole run; a large run waits at most for that share more than it would alone. A run is
-    never kept waiting while what it needs is free, unless a run of its class asked earlier, or (a small one) the
-    share is taken, or (a large one) a small run waits.
+    that asked earlier and are still computing hold at most `pass_share` bytes together, or the large one would
+    not fit even if they were done (it waits for memory that other runs hold, not for them). So a small run that
+    fits is never held behind a large one that could not start anyway, memory that comes free goes to a small run
+    that waits before a large one takes it for its whole run, and a large run waits at most for that share more
+    than it would alone. A run is never kept waiting while what it needs is free, unless a run of its class asked
+    earlier, or (a small one) the share is taken by the runs the first large one waits for, or (a large one) a
+    small run waits.
 
     ceiling: where set, a run is also admitted only while memory() + n, plus what the runs still computing may
     allocate yet (their n, until `finish`), stays under it (memory: the process's anonymous memory under a cgroup
@@ -122,11 +124,19 @@ class Admission:
     def fits(self, n: int) -> bool:
         return n <= self.capacity
 
-    def _room(self, n: int) -> bool:
-        """Whether n more bytes fit the budget, and under the ceiling (called under the lock)."""
-        if self.used + n > self.capacity:
+    def _room(self, n: int, besides: int = 0) -> bool:
+        """Whether n more bytes fit the budget, and under the ceiling, were `besides` bytes of the runs computing
+        done (called under the lock)."""
+        if self.used - besides + n > self.capacity:
             return False
-        return self.ceiling is None or self.memory() + self.computing + n <= self.ceiling
+        return self.ceiling is None or self.memory() + self.computing - besides + n <= self.ceiling
+
+    def _share_taken(self, n: int, first_large: Waiter | None) -> bool:
+        """Whether a small run of n bytes may not go ahead of the first large run that waits: the small runs gone
+        ahead would pass their share, and they are what that run waits for (it would fit were they done)."""
+        if first_large is None or self.passing + n <= self.pass_share:
+            return False
+        return self._room(first_large.n, besides=self.passing)
 
     def _take(self, n: int, passed: bool = False) -> Ticket:
         self.used += n
@@ -142,13 +152,13 @@ class Admission:
         with self._cond:
             small_held = large_held = False  # one of the class waits: the later ones of that class wait too
             granted = False
-            first_large = next((w.since for w in self._waiting if w.ticket is None and w.n > self.small), None)
+            first_large = next((w for w in self._waiting if w.ticket is None and w.n > self.small), None)
             for w in sorted(self._waiting, key=lambda w: w.n > self.small):  # stable: each class in its order
                 if w.ticket is not None:
                     continue
                 small = w.n <= self.small
-                passing = small and first_large is not None and first_large <= w.since  # a larger run asked first
-                if (small_held if small else large_held) or (passing and self.passing + w.n > self.pass_share):
+                passing = small and first_large is not None and first_large.since <= w.since  # a larger run asked first
+                if (small_held if small else large_held) or (passing and self._share_taken(w.n, first_large)):
                     may = False
                 else:
                     may = self._room(w.n)
@@ -184,7 +194,8 @@ class Admission:
         """The runs that wait and are served before `me` (called under the lock): of its class, those that asked
         earlier; for a large one, every small one; for a small one whose share is taken, the earlier large ones."""
         small = me.n <= self.small
-        share_taken = self.passing + me.n > self.pass_share
+        first_large = next((w for w in self._waiting if w.ticket is None and w.n > self.small), None)
+        share_taken = self._share_taken(me.n, first_large)
 
         def before(w: Waiter) -> bool:
             if w.n <= self.small:

@@ -71,18 +71,42 @@ def test_no_run_waits_while_what_it_needs_is_free() -> None:
 
 
 def test_the_share_small_runs_may_take_past_a_large_one_is_bounded() -> None:
-    """With 100 MB for small runs going ahead, a second one of 60 waits until the first has finished computing
-    (what a finished run keeps no longer counts), so the large one that waits is delayed by at most that much."""
-    memory = [900 * MB]
+    """With 80 MB for small runs going ahead of a large one that they keep out, a third small run waits until the
+    first has finished computing (what a finished run keeps no longer counts), so the large one is delayed by at most
+    that much."""
+    memory = [400 * MB]
     b = under_a_limit(memory, small=100 * MB, pass_share=80 * MB)
-    large = b.ask(300 * MB)
-    first, second = b.ask(50 * MB), b.ask(40 * MB)  # 900 + 50 + 40 fits the memory; 90 MB passing, over 80
-    assert first.ticket is not None and second.ticket is None and b.passing == 50 * MB
-    assert "1 run that asked earlier is served first" in b.shortage(40 * MB, second).reason()
-    b.finish(first.ticket, keep=10 * MB)
-    assert second.ticket is not None and b.passing == 40 * MB and large.ticket is None
-    b.finish(second.ticket)
-    assert b.passing == 0 and b.used == 10 * MB
+    held = b.try_acquire(500 * MB)  # another visitor's large run, computing
+    large = b.ask(300 * MB)  # 400 + 500 + 300 > 1000: waits
+    first, second = b.ask(50 * MB), b.ask(20 * MB)  # 70 MB passing, within the share
+    assert large.ticket is None and first.ticket is not None and second.ticket is not None
+    b.finish(held)  # 400 + 70 computing + 300 = 770: the large one fits, and goes in at once
+    assert large.ticket is not None
+    b.finish(large.ticket)
+    memory[0] = 640 * MB
+    later_large = b.ask(300 * MB)  # 640 + 70 + 300 = 1010: kept out by the small runs gone ahead alone
+    third = b.ask(40 * MB)  # 640 + 70 + 40 fits the memory, but 110 MB passing is over the share
+    assert later_large.ticket is None and third.ticket is None and b.passing == 70 * MB
+    assert "1 run that asked earlier is served first" in b.shortage(40 * MB, third).reason()
+    b.finish(first.ticket, keep=10 * MB)  # 20 + 40 passing is within the share again; 640 + 60 + 300 = 1000
+    assert third.ticket is not None and third.ticket.passed
+    assert later_large.ticket is not None and not later_large.ticket.passed
+
+
+def test_a_small_run_is_not_held_behind_a_large_one_that_waits_for_other_runs_memory() -> None:
+    """The soak's stall (issue 37): a chat step that went ahead computes slowly and fills the share, while the large
+    run that waits could not start anyway (the process holds too much without the small runs). Another small run
+    that fits goes in at once instead of waiting behind the large one, as it did for 114 s."""
+    memory = [900 * MB]
+    b = under_a_limit(memory, small=64 * MB, pass_share=64 * MB)
+    large = b.ask(123 * MB)  # 900 + 123 > 1000 whatever the small runs do
+    slow = b.ask(57 * MB)  # goes ahead, and keeps computing
+    assert large.ticket is None and slow.ticket is not None and slow.ticket.passed
+    step = b.ask(30 * MB)  # 57 + 30 passing is over the share, but the large one is not waiting for them
+    assert step.ticket is not None and step.ticket.passed
+    memory[0] = 750 * MB  # memory came free: 750 + 87 computing + 123 = 960, the large one fits now
+    b.serve()
+    assert large.ticket is not None
 
 
 def test_runs_computing_count_for_what_they_may_allocate_and_a_finished_one_for_its_memory() -> None:
