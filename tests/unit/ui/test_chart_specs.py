@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from attention.lessons import interpret
-from ui import charts, chat
+from ui import charts
+from ui.pages import chat
 
 
 class Recorder:
