@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds the room's two images with podman on a machine that cannot fetch base images (this project's CI):
+# Builds the room's three images with podman on a machine that cannot fetch base images (this project's CI):
 #
 #   bash deploy/container-build.sh
 #
 # 1. The base, debian:bookworm-slim, when podman has none: a minimal root file system made from Debian's own
 #    packages (debootstrap, from the machine's Debian mirror) and imported. Where base images can be pulled,
 #    this step finds the pulled one and does nothing.
-# 2. localhost/attention-lab (Dockerfile) and localhost/attention-lab-haproxy (deploy/haproxy.Dockerfile),
-#    the images compose.yaml runs. PIP_FIND_LINKS and PIP_CERT, when they name local files (a wheelhouse, a CA
+# 2. localhost/attention-lab (Dockerfile), localhost/attention-lab-haproxy (deploy/haproxy.Dockerfile) and
+#    localhost/attention-lab-redis (deploy/redis.Dockerfile: the class poll's rooms), the images compose.yaml runs. PIP_FIND_LINKS and PIP_CERT, when they name local files (a wheelhouse, a CA
 #    bundle), are mounted read-only into the build and passed to pip.
 #
 # Needs root and Debian's podman, runc and debootstrap (`apt-get install -y podman podman-compose runc
@@ -45,4 +45,6 @@ echo "== localhost/attention-lab (Dockerfile)"
 "${build[@]}" -t localhost/attention-lab:latest .
 echo "== localhost/attention-lab-haproxy (deploy/haproxy.Dockerfile)"
 "${build[@]}" -f deploy/haproxy.Dockerfile -t localhost/attention-lab-haproxy:latest .
+echo "== localhost/attention-lab-redis (deploy/redis.Dockerfile)"
+"${build[@]}" -f deploy/redis.Dockerfile -t localhost/attention-lab-redis:latest .
 echo "built; run them with: CONTAINERS_CONF=$CONTAINERS_CONF podman-compose up -d"

@@ -400,12 +400,13 @@ def podman(*args: str, env: dict[str, str] | None = None, timeout: float = 120) 
 
 
 def require_compose_images() -> dict[str, str]:
-    """The environment for podman-compose, once podman, podman-compose and the two images (built by
+    """The environment for podman-compose, once podman, podman-compose and the three images (built by
     deploy/container-build.sh) are found; skips without them, or fails when LAB_CONTAINERS=1 (.ci/run built them)."""
     env = {**os.environ, "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF", str(ROOT / "deploy/containers.conf"))}
     missing = [tool for tool in ("podman", "podman-compose") if not shutil.which(tool)]
     if not missing:
-        images = ("localhost/attention-lab:latest", "localhost/attention-lab-haproxy:latest")
+        images = ("localhost/attention-lab:latest", "localhost/attention-lab-haproxy:latest",
+                  "localhost/attention-lab-redis:latest")  # fmt: skip
         missing = [image for image in images if podman("image", "exists", image, env=env).returncode != 0]
     if missing:
         reason = f"no {', '.join(missing)}: `bash deploy/container-build.sh` builds the images (README, Containers)"

@@ -133,3 +133,20 @@ def test_the_autoscaler_scales_in_slowly_and_keeps_what_the_budget_allows(render
     assert down["stabilizationWindowSeconds"] >= 900  # websockets never rebalance
     pdb = rendered[("PodDisruptionBudget", "attention-lab")]
     assert hpa["spec"]["minReplicas"] > pdb["spec"]["maxUnavailable"]
+
+
+def test_compose_shares_the_polls_rooms_through_its_own_redis() -> None:
+    """compose.yaml: every replica reads the poll's Redis at the address the compose network gives the redis service,
+    which is Debian's redis-server from deploy/redis.Dockerfile, unpublished and writing nothing to disk."""
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    services = compose["services"]
+    replicas = [name for name, s in services.items() if s.get("image") == "localhost/attention-lab:latest"]
+    assert len(replicas) >= 2, services
+    for name in replicas:
+        url = services[name]["environment"][server.poll.ENV]
+        assert url.startswith("redis://redis:"), (name, url)
+        assert "redis" in services[name]["depends_on"]
+    redis = services["redis"]
+    assert "ports" not in redis and redis["build"]["dockerfile"] == "deploy/redis.Dockerfile"
+    dockerfile = (ROOT / redis["build"]["dockerfile"]).read_text()
+    assert "redis-server" in dockerfile and '"--save", ""' in dockerfile and "USER redis" in dockerfile
