@@ -64,3 +64,20 @@ def test_a_view_too_big_for_a_link_writes_one_that_opens(page, app_url, page_err
     # the harness sees the limit: the link that holds both sentences (what the app used to write) is refused
     both = urllib.parse.urlencode({"sentence": QUERY_TEXT, "cross_sentence": KEY_TEXT, "seed": "7"})
     assert not status_over_a_network(app_url, f"{parts.path}?{both}", headers).endswith("200 OK")
+
+
+@pytest.mark.parametrize("unknown", [3, 1500])
+def test_unknown_link_keys_leave_the_address_with_a_warning_in_the_browser(page, app_url, page_errors, unknown) -> None:
+    """Issue 38: Streamlit ignores a query string of more than 1,000 parameters whole. Few or many, the browser's
+    address loses the unknown keys and the page says so; the page's own value survives a short link."""
+    junk = "&".join(f"junk{i}=x" for i in range(unknown))
+    open_page(page, app_url, "self_attention", f"{junk}&heads=2")
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    if unknown < 1000:
+        assert "junk0 (unknown)" in text, text[:400]
+    else:
+        assert f"it has {unknown + 1:,} parameters" in text and "taken out of the address" in text, text[:400]
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(page.evaluate("location.href")).query)
+    assert not [k for k in query if k.startswith("junk")], list(query)[:5]
+    assert query.get("heads") == (["2"] if unknown < 1000 else None)
+    assert_clean(page, page_errors)
