@@ -137,7 +137,7 @@ def encoder(i: dict[str, Any]) -> None:
 
     _, reading = real.run(str(i["sentence"]))
     layer, head = int(i["layer"]), int(i["head"])
-    result = real.headresult(reading, layer, head)
+    result = real.head_result(reading, layer, head)
     tok = labels(reading.tokens)
     heatmap(result.weights[0], tok, tok, title=f"Softmax weights, layer {layer} head {head}", kind="weights",
             key="co:encoder", annotate=False)  # fmt: skip
