@@ -3,8 +3,7 @@
 import streamlit as st
 
 import ui
-from attention.lessons import interpret
-from attention.models import minilm
+from attention.models import interpret, minilm
 from ui.pages import model as real
 
 st.title("Inside a real model")

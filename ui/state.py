@@ -32,9 +32,10 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from attention import presets
 from attention.basics.config import MAX_TOKENS, SETTINGS
 from attention.basics.params import Param
-from attention.lessons import course, interpret
+from attention.lessons import course
 from attention.lessons.heads import scores as atlas
 from attention.llm import kv_memory
+from attention.models import interpret
 from attention.models.smollm2 import settings as chat
 from attention.models.tiny import settings as training
 

@@ -98,7 +98,7 @@ def test_smollm2_on_repeated_tokens_names_the_chat_pages_induction_head_first() 
     table = at.dataframe[0].value
     assert len(table) == 30 * 9 and "kv_group" in table.columns and "special" not in table.columns
     assert (table["kv_group"] == table["head"] // 3).all()
-    from attention.lessons import interpret
+    from attention.models import interpret
     from attention.models import smollm2 as S
 
     model = S.load()

@@ -15,8 +15,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
 
-from attention.lessons import interpret
-from attention.models import minilm
+from attention.models import interpret, minilm
 
 ROOT = Path(__file__).resolve().parents[2]
 PANELS = ("Omega = Q Kᵀ", "Softmax weights", "Context vectors")

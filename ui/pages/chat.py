@@ -4,7 +4,7 @@ What belongs here: loading the decoder and running it on a prompt (one run per p
 in small bounded caches, with the model's errors turned into messages), the generated steps (each one reading the
 previous step's KV cache), the head map (all 30 x 9 heads, a click opening one), the token chips, and the
 callbacks. Only this page imports this module: the other pages never read the GGUF.
-The numbers come from `attention.models.smollm2` and `attention.lessons.interpret`.
+The numbers come from `attention.models.smollm2` and `attention.models.interpret`.
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def head_map(scores: torch.Tensor, title: str, layer: int, head: int, key: str =
 def sink_frame(weights: torch.Tensor) -> pd.DataFrame:
     """The share of attention on the first token, one row a head: layer, head, share (the mean over queries
     1..T-1 of that head's weight on token 0, in [0, 1])."""
-    from attention.lessons import interpret
+    from attention.models import interpret
 
     share = interpret.first_token(weights)  # (L, h)
     layers, heads = share.shape

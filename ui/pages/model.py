@@ -5,7 +5,7 @@ bounded caches (server/shared.py; its errors turned into messages), the tokens a
 view (every layer and head at once, a click selecting one), the head gallery's buttons, and the callbacks they need
 (here and not in the page: a function defined in a page holds the page's globals for as long as the session keeps
 the button). Only the Real model page imports this module, so the other pages never import safetensors or
-tokenizers. The numbers come from `attention.models.minilm` and `attention.lessons.interpret`.
+tokenizers. The numbers come from `attention.models.minilm` and `attention.models.interpret`.
 """
 
 from __future__ import annotations

@@ -7,8 +7,7 @@ from typing import NamedTuple
 
 import torch
 
-from ...models import minilm, smollm2, tiny
-from .. import interpret
+from ...models import interpret, minilm, smollm2, tiny
 from .question import (
     Inputs,
     Question,

@@ -11,7 +11,7 @@ import torch
 
 from ...basics.config import Config
 from ...basics.core import Result, compute, project, scores
-from ...lessons import interpret
+from .. import interpret
 from .encoder import ModelRun
 from .reader import Model
 from .reading import Reading

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...lessons import interpret
+from .. import interpret
 from .encoder import ModelRun, embed, encoder_layer
 from .reader import Model
 from .tokens import Encoding, encode

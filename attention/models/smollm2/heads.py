@@ -89,7 +89,7 @@ BEHAVIOURS = {
 
 def head_scores(weights: torch.Tensor, ids: Sequence[int]) -> dict[str, torch.Tensor]:
     """Every behaviour score of every head: weights (L, h, T, T) -> {behaviour: (L, h)} (attention.interpret)."""
-    from ...lessons import interpret
+    from .. import interpret
 
     return {
         "sink": interpret.first_token(weights),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention.lessons import interpret
+from attention.models import interpret
 from ui import charts
 from ui.pages import chat
 

@@ -11,7 +11,7 @@ import torch
 from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention.lessons import heads as H
-from attention.lessons import interpret
+from attention.models import interpret
 
 IDS = [7, 8, 9, 7, 8, 9]  # three tokens, then the same three: queries 3, 4, 5 have an earlier copy
 

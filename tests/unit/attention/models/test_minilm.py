@@ -20,7 +20,7 @@ import torch
 from support.fixtures import offline  # noqa: F401  (fixtures)
 
 from attention import compute
-from attention.lessons import interpret
+from attention.models import interpret
 from attention.models import minilm as P
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -112,7 +112,7 @@ def refuse(*args, **kwargs):
 
 socket.socket.connect = refuse
 socket.create_connection = refuse
-import attention, attention.models.minilm, attention.lessons.interpret
+import attention, attention.models.minilm, attention.models.interpret
 before = sorted(m for m in ("safetensors", "tokenizers") if m in sys.modules)
 loaded = attention.models.minilm._load.cache_info().currsize
 from attention.models import minilm

@@ -18,8 +18,7 @@ from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_t
 
 from attention import compute
 from attention.basics import position
-from attention.lessons import interpret
-from attention.models import package
+from attention.models import interpret, package
 from attention.models import smollm2 as S
 
 ROOT = Path(__file__).resolve().parents[4]

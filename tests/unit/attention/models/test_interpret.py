@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attention import Config, compute
-from attention.lessons import interpret
+from attention.models import interpret
 
 # norm-based attention ----------------------------------------------------------------------------
 
