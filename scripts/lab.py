@@ -6,7 +6,8 @@ r"""Install Attention Lab's locked packages into .venv, then start the app or ru
         arguments after `run` go to streamlit: python3 scripts/lab.py run --server.port 8600
     python3 scripts/lab.py test [--fast] [pytest arguments]
         installs the test tools and oracles too, then runs ruff (lint, format) and pytest: every tier (unit, app,
-        browser, system; what CI runs), or with --fast the fast tier (unit and app) a developer runs every few minutes
+        browser, system; what CI runs), or with --fast the fast tier a developer runs every few minutes: unit and
+        app side by side, less the thorough group (transformers' oracles, exhaustive inputs; pytest -m thorough)
     python3 scripts/lab.py install [--test]
         installs only
 
@@ -118,22 +119,45 @@ def install(venv: Path, test: bool) -> None:
         (venv / ".installed-app").write_text(wanted)
 
 
-FAST = ["tests/unit", "tests/app"]  # the tiers: tests/unit, tests/app, tests/browser, tests/system
+# The fast tier: the unit and app tiers less the thorough group (transformers' own models as oracles, every bad value
+# of every control), in two processes at once, one a tier (a machine has two cores at least). Every tier, the thorough
+# group included, runs without --fast (CI, the README's test command).
+FAST_SHARDS = ("tests/unit", "tests/app")
+FAST_MARK = ["-m", "not thorough"]
 
 
 def test(venv: Path, args: list[str]) -> int:
     """ruff (lint, format) and pytest, every tier or with --fast the fast one; non-zero when any fails or pytest
     collects nothing."""
-    if "--fast" in args:
-        args = [*FAST, *(arg for arg in args if arg != "--fast")]
+    fast = "--fast" in args
+    args = [arg for arg in args if arg != "--fast"]
     (ROOT / "artifacts").mkdir(exist_ok=True)
     status = 0
     print("== ruff check", flush=True)
     status |= run([venv_tool(venv, "ruff"), "check", "."]) != 0
     print("== ruff format --check", flush=True)
     status |= run([venv_tool(venv, "ruff"), "format", "--check", "."]) != 0
+    pytest = [venv_python(venv), "-m", "pytest"]
+    named = [arg for arg in args if not arg.startswith("-") and (ROOT / arg.split("::")[0]).exists()]
+    if fast and not named:  # the two tiers side by side, each with its log; then the logs, one after the other
+        print(f"== pytest, the fast tier: {' and '.join(FAST_SHARDS)} at once", flush=True)
+        procs = []
+        for shard in FAST_SHARDS:
+            name = shard.rsplit("/", 1)[-1]
+            log = (ROOT / "artifacts" / f"pytest-{name}.log").open("w")
+            cmd = [*pytest, f"--junitxml=artifacts/junit-{name}.xml", *FAST_MARK, shard, *args]
+            procs.append((shard, log, subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)))
+        codes = []
+        for shard, log, proc in procs:
+            codes.append(proc.wait())
+            log.close()
+            print(f"== {shard}", flush=True)
+            print(Path(log.name).read_text(), end="", flush=True)
+        if all(code == 5 for code in codes):
+            print("lab.py: pytest collected no tests", file=sys.stderr)
+        return 1 if status or any(codes) else 0
     print("== pytest", flush=True)
-    code = run([venv_python(venv), "-m", "pytest", "--junitxml=artifacts/junit.xml", *args])
+    code = run([*pytest, "--junitxml=artifacts/junit.xml", *(FAST_MARK if fast else []), *args])
     if code == 5:
         print("lab.py: pytest collected no tests", file=sys.stderr)
     return 1 if status or code else 0

@@ -24,6 +24,7 @@ from attention.basics.config import HEAD_LAYOUTS, MASKS
 from attention.io import export
 from attention.io.cli.main import main as cli
 
+pytestmark = pytest.mark.thorough  # every bad value of every control: --all, not the fast tier
 ROOT = Path(__file__).resolve().parents[2]
 LONG = " ".join(f"w{i}" for i in range(512))
 MARKUP = ("<img src=x onerror=alert(1)>", "**x**", "$\\frac{1}{0}$", '=HYPERLINK("http://x")', "www.x.org", "a@x.org")

@@ -155,6 +155,7 @@ def change(widget) -> None:
         raise AssertionError(f"no way to change a {kind} ({widget.key})")
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 @pytest.mark.parametrize("path", dashboard_pages())
 def test_every_control_of_every_page_is_in_its_link(path: str) -> None:
     """The README's promise: a copied link reopens the view. Every control a page shows is a parameter (keyed

@@ -169,6 +169,7 @@ MINILM_TEXTS = ("The cat sat on the mat, and the cat slept.", "x = f(x); y = f(y
 SMOLLM2_TEXTS = ("When Mary and John went to the store, John gave a drink to Mary.", "a b c d a b c d")
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 @pytest.mark.parametrize("drop", [False, True])
 @pytest.mark.parametrize("text", MINILM_TEXTS)
 def test_minilm_scores_equal_the_definitions_on_bertmodels_eager_attentions(offline, text: str, drop: bool) -> None:
@@ -206,6 +207,7 @@ def llama(offline):
     return hf.eval()
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 @pytest.mark.parametrize("drop", [False, True])
 @pytest.mark.parametrize("text", SMOLLM2_TEXTS)
 def test_smollm2_scores_equal_the_definitions_on_llamas_eager_attentions(llama, text: str, drop: bool) -> None:

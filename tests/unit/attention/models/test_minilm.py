@@ -181,6 +181,7 @@ def test_long_input_is_cut_to_512_tokens_and_empty_input_is_refused(model: P.Mod
 # the forward pass against BertModel and SentenceTransformer ----------------------------------------
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 @pytest.mark.parametrize("sentence", SENTENCES)
 def test_every_layer_equals_bert_model(sentence: str, runs: dict[str, P.ModelRun], bert) -> None:
     run = runs[sentence]
@@ -193,6 +194,7 @@ def test_every_layer_equals_bert_model(sentence: str, runs: dict[str, P.ModelRun
         torch.testing.assert_close(ours, theirs[0], **EXACT, msg=lambda m, layer=layer: f"attention {layer}: {m}")
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 def test_sentence_embedding_equals_sentence_transformer(runs: dict[str, P.ModelRun], offline) -> None:
     from sentence_transformers import SentenceTransformer
 

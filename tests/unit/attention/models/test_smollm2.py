@@ -160,6 +160,7 @@ def test_llama_cpps_adjacent_pair_rope_on_stored_rows_gives_the_same_scores(mode
 # tokens ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 def test_tokens_equal_transformers_tokenizer_from_the_same_gguf(model: S.Model, offline) -> None:
     from transformers import AutoTokenizer
 
@@ -185,6 +186,7 @@ def test_a_prompt_is_labelled_with_its_text_and_cut_where_asked(model: S.Model) 
 # the forward pass ------------------------------------------------------------------------------------
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 @pytest.mark.parametrize("text", PROMPTS)
 def test_every_layers_attention_and_the_logits_equal_transformers_llama(
     text: str, runs: dict[str, tuple[S.Prompt, S.Run]], llama

@@ -51,6 +51,7 @@ def test_an_induction_head_forms_only_above_layer_0_and_other_tasks_anywhere() -
         assert tiny.Settings(task=task, layers=1).task_layers == range(1)
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 def test_one_layer_never_forms_an_induction_head_in_3000_steps() -> None:
     settings = tiny.Settings(layers=1, steps=3000, every=250)
     run = tiny.train(settings)

@@ -91,6 +91,7 @@ def test_a_device_or_fifo_is_refused_without_reading_it(tmp_path: Path, path: st
     assert what in p.stderr and "give" in p.stderr and p.stdout == ""
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 def test_a_json_output_of_half_a_gigabyte_streams_in_bounded_memory(tmp_path: Path) -> None:
     """512 tokens, 16 heads, widths 256: 545 MB of JSON, which took 2.7 GB of memory when built in one string."""
     words = " ".join(f"w{i}" for i in range(512))
