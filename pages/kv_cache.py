@@ -24,8 +24,9 @@ t = ui.clicker("decode_step", n - 1, stage=".st-key-kv-stage", on_open=False)
 try:
     (step,) = decoding.decode_result(result, steps=[t])  # the one step shown: it reads the cache as it is at t
 except ValueError as exc:
+    st.warning(f"This mask cannot be decoded token by token: {ui.plain(str(exc))}.")
     st.button("Show the causal mask", key="kv:causal", type="primary", on_click=llm.choose, args=("mask", "causal"))
-    ui.stop(f"This mask cannot be decoded token by token: {ui.plain(str(exc))}.", "warning")
+    ui.stop()  # the warning and the way out are drawn
 
 tok = ui.labels(result.tokens)
 head = ui.head_picker(result.heads)
