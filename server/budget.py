@@ -238,7 +238,8 @@ def admitted(
         raise
     keep = min(held(value), nbytes)
     SERVER.finish(ticket, keep=keep)
-    SERVER.hold(holder(value), keep)
+    if keep:  # nothing kept (a pass whose value is not worth holding): nothing to hold, whatever the value is
+        SERVER.hold(holder(value), keep)
     return value
 
 

@@ -105,3 +105,16 @@ def test_smollm2_on_repeated_tokens_names_the_chat_pages_induction_head_first() 
     ids = S.induction_ids(model)  # the chat page's induction preset, and the head it names
     chat = divmod(int(interpret.induction(S.run_ids(model, ids).weights, ids).argmax()), model.heads)
     assert f"{H.head_name(*chat)} is the strongest induction head on repeated random tokens" in texts(at)
+
+
+def test_the_atlas_gives_back_every_byte_it_was_admitted_for() -> None:
+    """A model pass of the atlas is admitted for its peak and, once it returns, gives it all back, finished: before,
+    it released the bytes without finishing its ticket, so the server counted every pass as still computing for
+    ever (the soak's 171 MB 'computing' beside 15 MB of the budget in use), and every later run under the memory
+    ceiling waited for runs that had ended (issue 37)."""
+    from server import budget
+
+    before = (budget.SERVER.computing, budget.SERVER.passing)
+    at = page(atlas_model="minilm", atlas_input="text", atlas_text="A text of its own, once: the atlas reads it.")
+    assert at.dataframe, "the atlas drew no table"
+    assert (budget.SERVER.computing, budget.SERVER.passing) == before

@@ -46,11 +46,7 @@ def p(name: str) -> Any:
 def _admitted(nbytes: int, make):
     """One model pass, admitted against the server's budget for its peak, all of it given back once the pass
     returns: what it returns (two tallies of a few KB) is not worth holding."""
-    budget.admit(nbytes)
-    try:
-        return make()
-    finally:
-        budget.SERVER.release(nbytes)
+    return budget.admitted(nbytes, make, held=lambda _: 0)
 
 
 def atlases(model: str, source: str, text: str | None = None) -> tuple[H.Atlas, H.Atlas]:
