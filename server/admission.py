@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -13,6 +14,7 @@ from typing import Any
 
 from .memory import MB, anonymous_bytes, in_mb, trim_heaps
 
+log = logging.getLogger("server.budget")  # the budget's logger: one place for what admission says
 POLL_S = 0.25  # how often a waiting run looks again (a Result made by another session, memory freed)
 
 SMALL_MB = 64  # a run of at most this many MB is small: a chat step (about 55 MB), a Real-model reading, a toy page
@@ -292,6 +294,10 @@ class Admission:
         """n bytes go back; the runs that wait and now fit go in at once (no poll: no wait while memory is free)."""
         with self._cond:
             self.used -= n
+            if self.used < self.computing:  # bytes released that a run still computing holds: a ticket not finished
+                log.error("admission: %s released of runs still computing (%s in use, %s computing): a run's bytes "
+                          "were given back without finishing its ticket", in_mb(n), in_mb(self.used),
+                          in_mb(self.computing))  # fmt: skip
             self.serve()
             self._cond.notify_all()
 

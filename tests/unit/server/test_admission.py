@@ -190,6 +190,24 @@ def test_a_wait_is_told_as_it_moves() -> None:
     assert b.used == 0 and not b._waiting
 
 
+def test_bytes_given_back_without_finishing_the_run_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """The head atlas's leak (issue 37): a run's bytes released while its ticket stays unfinished left it counted as
+    computing for ever. Admission cannot tell whose bytes they were, but it sees the books not balance, and says so."""
+    b = Admission(100 * MB)
+    ticket = b.try_acquire(40 * MB)
+    assert ticket is not None
+    with caplog.at_level(logging.ERROR, logger="server.budget"):
+        b.release(40 * MB)  # instead of b.finish(ticket)
+    assert b.computing == 40 * MB and b.used == 0
+    assert "released of runs still computing" in caplog.text
+    caplog.clear()
+    fresh = Admission(100 * MB)
+    with caplog.at_level(logging.ERROR, logger="server.budget"):
+        fresh.finish(fresh.try_acquire(40 * MB), keep=10 * MB)
+        fresh.release(10 * MB)  # what a finished run kept, given back when its value goes: the books balance
+    assert not caplog.text and fresh.used == fresh.computing == 0
+
+
 def test_a_refusal_says_the_real_limit_with_its_numbers_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     memory = [400 * MB]
     b = Admission(200 * MB, ceiling=578 * MB, memory=lambda: memory[0], limit=690 * MIB)
