@@ -97,7 +97,12 @@ def test_a_new_visitor_lands_on_the_course_map_with_just_explore_one_click_away(
     assert figures(at) == 0
 
 
-@pytest.mark.parametrize("lesson", course.LESSONS, ids=lambda lesson: lesson.id)
+# a lesson that trains its model first (Watch it learn) is in the thorough group: --all, not the fast tier
+@pytest.mark.parametrize(
+    "lesson",
+    [pytest.param(lesson, marks=pytest.mark.thorough) if lesson.ready else lesson for lesson in course.LESSONS],
+    ids=lambda lesson: lesson.id,
+)
 def test_each_lesson_hides_its_figure_until_the_learner_commits(lesson):
     at = opened(lesson=lesson.id)  # the map's entry opens the lesson: the link it writes
     assert at.subheader[0].value.endswith(lesson.title)
@@ -176,6 +181,7 @@ def test_a_page_links_to_its_lesson(page, lesson):
         assert at.session_state["p:mask"] == "causal"  # the lesson's own setting
 
 
+@pytest.mark.thorough  # the whole course, trained: --all, not the fast tier
 def test_the_whole_course_from_the_map_to_the_end():
     at = opened()
     at.button(key="co:start").click().run()
@@ -194,6 +200,7 @@ def test_the_whole_course_from_the_map_to_the_end():
     assert at.query_params["progress"] == ",".join(f"{lesson.id}:right" for lesson in course.LESSONS)
 
 
+@pytest.mark.thorough  # a training run: --all, not the fast tier
 def test_watch_one_form_trains_through_the_pool_then_reuses_the_kept_run():
     """Lesson 12's answer comes from a real run of the training pool: the first reveal waits for it with its
     progress on the page and no figure; a second learner of the same setting gets the kept run at once."""

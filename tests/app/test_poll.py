@@ -206,6 +206,7 @@ def test_the_course_in_presenter_mode_asks_the_room_each_lessons_question_on_its
     assert poll.room(code).question.id == f"course.{second.id}"
 
 
+@pytest.mark.thorough  # a training run: --all, not the fast tier
 def test_a_hosting_tab_asks_lesson_12_once_its_run_is_trained(monkeypatch) -> None:
     """Lesson 12's answer needs a training run: a hosting tab starts it and says the room is asked once it is
     trained (the page is not held while it trains); once trained, the room gets the question with its answer."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.thorough  # writes every plan: --all, not the fast tier
 def test_the_lesson_plans_are_up_to_date():
     spec = importlib.util.spec_from_file_location("lesson_plans", ROOT / "scripts" / "lesson_plans.py")
     module = importlib.util.module_from_spec(spec)

@@ -32,7 +32,8 @@ def default_run() -> tiny.Run:
     return _train_until_formed(tiny.Settings(seed=0))
 
 
-@pytest.mark.parametrize("seed", range(5))
+# one seed in the fast tier, all five in the thorough group (--all)
+@pytest.mark.parametrize("seed", [0, *(pytest.param(s, marks=pytest.mark.thorough) for s in range(1, 5))])
 def test_default_setting_forms_an_induction_head_within_1000_steps(seed: int) -> None:
     settings = tiny.Settings(seed=seed)
     assert (settings.layers, settings.d_model, settings.batch, settings.lr, settings.init_std) == (2, 32, 32, 1e-2, 0.1)

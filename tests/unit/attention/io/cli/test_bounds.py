@@ -85,6 +85,7 @@ def one_line(status: int, out: str, err: str, *words: str) -> None:
         assert w in err, err
 
 
+@pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 def test_a_16_mib_text_for_the_model_is_cut_before_it_is_tokenized(tmp_path: Path) -> None:
     text = tmp_path / "long.txt"
     text.write_text("The animal didn't cross the street because it was too tired. " * ((16 << 20) // 62))
