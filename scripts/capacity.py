@@ -19,7 +19,8 @@ How it counts: a replica takes learners until the first of its memory (its limit
 share) or its CPU (one core: a Streamlit process runs its scripts under one interpreter lock; 80 % of it, so a
 rerun stays prompt) runs out. Nodes hold as many replicas as their CPU (by the request) and memory (by the limit)
 allow. A room beyond the autoscaler's maximum, a campus behind one address beyond HAProxy's per-address bound, and
-Redis past what one core answers are named as the next limits.
+Redis past what one core answers are named as the next limits. Nodes are packed by what a full replica uses (its
+CPU request, or more when its learners keep it busier) and by its memory limit.
 
 Prints the table in Markdown and writes it to --out (default: benchmarks/results/<today>-capacity.md). A benchmark
 script, not a test: the figures depend on the machine it runs on.
@@ -133,7 +134,8 @@ def table(learner: dict, deploy: dict, redis: dict | None, node_cpu: float, node
     by_cpu = math.floor(min(1.0, deploy["cpu_limit"]) * CPU_SHARE / learner["per_learner_cores"])
     per_replica = max(1, min(by_memory, by_cpu))
     binds = "memory" if by_memory <= by_cpu else "CPU"
-    per_node = min(math.floor(node_cpu / deploy["cpu_request"]),
+    busy = per_replica * learner["per_learner_cores"]  # what a full replica uses, above its request or not
+    per_node = min(math.floor(node_cpu / max(deploy["cpu_request"], busy)),
                    math.floor(node_gib * 1024 / deploy["memory_limit_mib"]))  # fmt: skip
     redis_learners = (REFRESH_S * 1000 / redis["learner refresh (ms)"]) if redis else None
     lines = [
@@ -143,8 +145,9 @@ def table(learner: dict, deploy: dict, redis: dict | None, node_cpu: float, node
         f"So a replica ({deploy['memory_limit_mib']:.0f} MiB, {deploy['cpu_limit']:g} CPU) takes {by_memory} learners "
         f"by memory (after the {RESERVE:.0%} reserve and {RUNS_MB} MB for large runs) and {by_cpu} by CPU "
         f"({CPU_SHARE:.0%} of one core): **{per_replica} learners a replica** ({binds} binds).",
-        f"A node of {node_cpu:g} vCPU and {node_gib:g} GiB holds {per_node} replicas (CPU request "
-        f"{deploy['cpu_request']:g}, memory limit {deploy['memory_limit_mib']:.0f} MiB).",
+        f"A node of {node_cpu:g} vCPU and {node_gib:g} GiB holds {per_node} replicas (each full one busy "
+        f"{busy:.2f} of a core, its request {deploy['cpu_request']:g}; memory limit "
+        f"{deploy['memory_limit_mib']:.0f} MiB).",
         "",
         "| learners | replicas | + one for failover | nodes | what limits next |",
         "| ---: | ---: | ---: | ---: | --- |",
@@ -184,6 +187,8 @@ def main() -> None:
     args = parser.parse_args()
     load = json.loads(Path(args.load).read_text()) if args.load else measure_load(args.sessions, args.duration,
                                                                                    args.think)  # fmt: skip
+    if isinstance(load, list):  # load_test.py writes one result a client
+        load = next(r for r in load if r["client"] == "ws")
     if load.get("failures"):
         sys.exit(f"capacity: the load test failed: {load['failures'][:3]}")
     text = table(learner_figures(load), deploy_figures(), measure_redis(), args.node_cpu, args.node_gib)

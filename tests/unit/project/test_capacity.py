@@ -34,6 +34,6 @@ def test_a_replica_takes_learners_until_memory_or_cpu_runs_out() -> None:
     assert "| 300 | 11 | 12 | 2 |" in text  # 8 replicas a node (CPU request 0.5 of 4)
     assert "| 10,000 | 358 | 359 | 45 | over the autoscaler's maxReplicas 30" in text
     assert "per address" in text.split("| 1,000 |")[1].splitlines()[0]
-    # a heavier learner's CPU binds instead: 0.8 / 0.1 = 8
+    # a heavier learner's CPU binds instead: 0.8 / 0.1 = 8, and a full replica (0.8 of a core) packs 5 to a node
     text = capacity.table(capacity.learner_figures(load(300, 0.5, 3.0)), deploy, None, node_cpu=4, node_gib=16)
-    assert "**8 learners a replica** (CPU binds)" in text and "| 40 | 5 | 6 | 1 |" in text
+    assert "**8 learners a replica** (CPU binds)" in text and "| 40 | 5 | 6 | 2 |" in text
