@@ -66,6 +66,9 @@ function showStage(selector) {
   // a page shorter than the window cannot scroll as far yet): the stage's top at the window's top
   const stage = document.querySelector(selector);
   if (!stage) return;
+  // below the app's top bar (fixed; presenter mode's navigation lives there), not under it
+  const header = document.querySelector('[data-testid="stHeader"]');
+  stage.style.scrollMarginTop = `${header ? Math.ceil(header.getBoundingClientRect().height) : 0}px`;
   const scroll = () => stage.scrollIntoView({ block: "start", behavior: "instant" });
   requestAnimationFrame(scroll);
   if (window.alStageObserver) window.alStageObserver.disconnect();

@@ -45,12 +45,10 @@ else:
     st.info("One token: the cache holds just its key and value. Add words to the sentence to watch it grow.")
 
 stage = st.container(key="kv-stage")  # what a press changes, from the step's line to its new row of weights
-stage.markdown(
-    f"**Step {t}:** token *{ui.plain(tok[t])}* arrives; the cache now holds {step.tokens} of {n} "
-    f"token{'s' if n > 1 else ''}."
+# the step's heading: what arrives and how big the cache is now (one line: a projector shows the whole stage)
+stage.subheader(
+    f"Step {t}: *{ui.plain(tok[t])}* arrives, the cache holds {step.tokens} of {n} token{'s' if n > 1 else ''}"
 )
-
-stage.subheader("The cache grows by one row a step")
 left, right = stage.columns(2)
 cached = tok[: t + 1]
 ui.heatmap(step.cache_keys[head], cached, ui.dim_labels(result.d_k),

@@ -174,11 +174,13 @@ def test_the_presenter_types_the_key_sentence_of_cross_attention(projector, app_
 
 
 def in_window(page, selector: str) -> dict:
-    """Where an element is in the window: its top, bottom, width (px) and whether it lies wholly inside."""
+    """Where an element is in the window: its top, bottom, width (px) and whether it lies wholly inside, below the
+    app's fixed top bar (which covers what scrolls under it)."""
     box = page.locator(selector).first.evaluate(
         "e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, width: r.width}; }"
     )
-    return {**box, "inside": box["top"] >= -1 and box["bottom"] <= PROJECTOR["height"] + 1}
+    bar = page.locator('[data-testid="stHeader"]').evaluate("e => e.getBoundingClientRect().bottom")
+    return {**box, "inside": box["top"] >= bar - 1 and box["bottom"] <= PROJECTOR["height"] + 1}
 
 
 @pytest.mark.parametrize("present", [False, True])
