@@ -16,7 +16,7 @@ import urllib.parse
 import pytest
 
 import ui
-from browser.test_pages import assert_clean, open_page, settle
+from browser.test_pages import assert_clean, open_page, poll, settle
 
 pytestmark = pytest.mark.browser
 
@@ -66,18 +66,31 @@ def test_a_view_too_big_for_a_link_writes_one_that_opens(page, app_url, page_err
     assert not status_over_a_network(app_url, f"{parts.path}?{both}", headers).endswith("200 OK")
 
 
+def address_query(page) -> dict[str, list[str]]:
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(page.evaluate("location.href")).query)
+
+
 @pytest.mark.parametrize("unknown", [3, 1500])
-def test_unknown_link_keys_leave_the_address_with_a_warning_in_the_browser(page, app_url, page_errors, unknown) -> None:
-    """Issue 38: Streamlit ignores a query string of more than 1,000 parameters whole. Few or many, the browser's
-    address loses the unknown keys and the page says so; the page's own value survives a short link."""
+def test_unknown_link_keys_leave_the_browsers_address(page, app_url, page_errors, unknown) -> None:
+    """Issue 38: few or many, unknown link keys leave the address bar. A short link keeps the page's own value and
+    names the unknown keys on the page; one of more than 1,000 parameters, which Streamlit ignores whole, opens the
+    page's defaults."""
     junk = "&".join(f"junk{i}=x" for i in range(unknown))
     open_page(page, app_url, "self_attention", f"{junk}&heads=2")
-    text = page.locator('[data-testid="stMain"]').inner_text()
-    if unknown < 1000:
-        assert "junk0 (unknown)" in text, text[:400]
-    else:
-        assert f"it has {unknown + 1:,} parameters" in text and "taken out of the address" in text, text[:400]
-    query = urllib.parse.parse_qs(urllib.parse.urlsplit(page.evaluate("location.href")).query)
+    query = poll(lambda: address_query(page), lambda q: not [k for k in q if k.startswith("junk")])
     assert not [k for k in query if k.startswith("junk")], list(query)[:5]
     assert query.get("heads") == (["2"] if unknown < 1000 else None)
+    if unknown < 1000:
+        page.get_by_text("junk0 (unknown)").wait_for(timeout=30_000)
     assert_clean(page, page_errors)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Streamlit drops a query string of more than 1,000 parameters before the script runs; only AppTest's run "
+    "context keeps the dropped text, so in a browser the page cleans the address but cannot say why",
+)
+def test_a_link_streamlit_ignores_whole_is_named_in_the_browser(page, app_url) -> None:
+    junk = "&".join(f"junk{i}=x" for i in range(1500))
+    open_page(page, app_url, "self_attention", f"{junk}&heads=2")
+    page.get_by_text("taken out of the address").wait_for(timeout=20_000)
