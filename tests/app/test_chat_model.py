@@ -90,6 +90,7 @@ def test_a_missing_model_says_what_to_install_and_other_pages_still_work(monkeyp
     assert not at.exception and not at.error
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_the_page_loads_with_every_non_loopback_connection_refused(monkeypatch) -> None:
     import socket
 
@@ -110,6 +111,7 @@ def test_the_page_loads_with_every_non_loopback_connection_refused(monkeypatch) 
     assert "Softmax weights (causal)" in heatmaps(at) and not at.error and tried == []
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeypatch) -> None:
     from server import budget
 
@@ -135,6 +137,7 @@ def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeyp
     assert row.shape == (9, 34) and len(keys) == 34
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 @pytest.mark.parametrize("temperature", ["1e-38", "1e-40", "1e-45", "1e-300", "2.2e-308", "5e-324"])
 def test_a_tiny_temperature_in_a_link_generates_the_most_probable_token(temperature: str, run) -> None:
     _, model_run = run

@@ -94,6 +94,7 @@ def test_the_shown_command_is_inert_and_reproduces_the_page(sentence: str, downl
     torch.testing.assert_close(torch.tensor(out["heads"][0]["weights"]), page.weights[0])
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_the_shown_command_runs_as_it_is_in_a_real_shell(downloads, tmp_path) -> None:
     sentence = 'a & touch p1 & "x" %PATH% ^& !x! $(touch p2) `touch p3`; touch p4 | cat > p5\ntouch p6'  # all at once
     at = editor(sentence, heads="2", mask="custom")

@@ -161,6 +161,7 @@ def test_the_page_draws_the_model_view_with_every_non_loopback_connection_refuse
     assert not at.error and tried == []
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_other_pages_never_import_the_models_readers() -> None:
     code = (
         "import sys; from streamlit.testing.v1 import AppTest\n"

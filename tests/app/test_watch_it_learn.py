@@ -193,6 +193,7 @@ def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.Monkey
         service.shutdown()
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_worker_processes_train_the_same_numbers_at_low_priority_and_end_when_idle() -> None:
     service = pool.Service(workers=1, idle_s=2.0)
     try:
@@ -247,6 +248,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_a_worker_ends_when_its_server_is_killed(tmp_path) -> None:  # noqa: ANN001
     script = tmp_path / "server.py"
     script.write_text(ORPHAN)

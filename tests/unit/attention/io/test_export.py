@@ -145,6 +145,7 @@ SCRIPT_CONFIGS = {
 }
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 @pytest.mark.parametrize("name", ["default", "split+out_proj+bias"])
 def test_script_runs_standalone_in_a_subprocess(name: str) -> None:
     config = SCRIPT_CONFIGS[name]

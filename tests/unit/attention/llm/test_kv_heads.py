@@ -86,6 +86,7 @@ def test_given_weights_have_kv_heads_columns_for_keys_and_values() -> None:
         config.replace(w_key=wq)
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_the_command_line_takes_kv_heads() -> None:
     run = subprocess.run(
         [sys.executable, "-m", "attention", "--heads", "4", "--kv-heads", "2", "--format", "json"],

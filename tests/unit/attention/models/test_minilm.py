@@ -123,6 +123,7 @@ print(json.dumps({"before": before, "loaded": loaded, "after": "safetensors" in 
 """
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_import_loads_nothing_and_the_model_runs_offline_without_transformers_or_the_home_folder(
     tmp_path: Path,
 ) -> None:

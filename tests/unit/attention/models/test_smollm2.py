@@ -362,6 +362,7 @@ print(json.dumps({"before": before, "loaded": loaded, "same": all(m is models[0]
 """
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_import_loads_nothing_and_the_model_loads_once_offline_without_transformers(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_LAZY)], cwd=ROOT, capture_output=True, text=True, check=True

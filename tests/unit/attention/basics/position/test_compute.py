@@ -78,6 +78,7 @@ def test_rope_needs_an_even_d_k() -> None:
         Config(position="rope", d_k=5)
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_the_command_line_takes_position_and_rope_base() -> None:
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "attention", *args, "--format", "json"], capture_output=True,

@@ -92,6 +92,7 @@ def test_bad_values_exit_2_with_one_line(capsys, argv, says) -> None:
     assert says in err
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_model_in_a_fresh_interpreter_prints_json() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     p = subprocess.run([sys.executable, "-m", "attention", "--model", "minilm", "--head", "0", "--format", "json"],

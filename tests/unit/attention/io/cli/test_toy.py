@@ -53,12 +53,14 @@ def write(tmp_path: Path, name: str, value: object) -> str:
 # in a fresh interpreter -------------------------------------------------------------------------
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_list_presets_in_a_subprocess() -> None:
     p = run("--list-presets")
     assert p.returncode == 0 and p.stderr == ""
     assert [line.split()[0] for line in p.stdout.splitlines()] == list(presets.PRESETS)
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_json_and_a_bad_flag_in_a_subprocess(tmp_path: Path) -> None:
     p = run("--preset", "chef-causal", "--format", "json")
     assert p.returncode == 0
@@ -68,6 +70,7 @@ def test_json_and_a_bad_flag_in_a_subprocess(tmp_path: Path) -> None:
     one_line_error(bad.returncode, bad.stderr)
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 @pytest.mark.parametrize("output", ["table", "json"])
 def test_output_to_a_closed_pipe_is_not_an_error(output: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -77,6 +80,7 @@ def test_output_to_a_closed_pipe_is_not_an_error(output: str) -> None:
     assert p.returncode == 0 and p.stderr == "", p.stderr
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 @pytest.mark.parametrize(("path", "what"), [("/dev/zero", "is a device"), ("fifo", "is a pipe (FIFO)")])
 def test_a_device_or_fifo_is_refused_without_reading_it(tmp_path: Path, path: str, what: str) -> None:
     if path == "fifo":

@@ -56,6 +56,7 @@ def test_table_shows_every_snapshot_and_head(capsys: pytest.CaptureFixture) -> N
     assert "No head formed" in out
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_the_module_runs_as_a_program() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "attention", *ARGS[:-4], "--steps", "5", "--every", "5", "--format", "json"],
@@ -106,6 +107,7 @@ def test_a_nan_loss_prints_what_was_trained_and_says_so(
     assert [s["step"] for s in data["snapshots"]] == [0]
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_a_run_is_saved_a_snapshot_at_a_time_as_the_same_json(tmp_path: Path) -> None:
     # Issue 38: `--save` built the whole run as Python lists first (899 MiB for the largest run, 48 MB of weights).
     import tracemalloc
