@@ -88,10 +88,16 @@ def test_the_clicker_works_right_after_step_mode_is_switched_on_with_the_mouse(p
     assert_clean(page, page_errors)
 
 
-def stage_box(page) -> dict:
-    return page.locator(STAGE_BOX).evaluate(
-        "e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, height: r.height}; }"
+def rect(page, selector: str) -> dict:
+    """The first matching element's place in the window (px): top, bottom, height, width."""
+    return page.locator(selector).first.evaluate(
+        "e => { const r = e.getBoundingClientRect(); "
+        "return {top: r.top, bottom: r.bottom, height: r.height, width: r.width}; }"
     )
+
+
+def stage_box(page) -> dict:
+    return rect(page, STAGE_BOX)
 
 
 @pytest.mark.parametrize("present", [False, True])
@@ -176,11 +182,9 @@ def test_the_presenter_types_the_key_sentence_of_cross_attention(projector, app_
 def in_window(page, selector: str) -> dict:
     """Where an element is in the window: its top, bottom, width (px) and whether it lies wholly inside, below the
     app's fixed top bar (which covers what scrolls under it)."""
-    box = page.locator(selector).first.evaluate(
-        "e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, width: r.width}; }"
-    )
-    bar = page.locator('[data-testid="stHeader"]').evaluate("e => e.getBoundingClientRect().bottom")
-    return {**box, "inside": box["top"] >= bar - 1 and box["bottom"] <= PROJECTOR["height"] + 1}
+    where = rect(page, selector)
+    bar = rect(page, '[data-testid="stHeader"]')["bottom"]
+    return {**where, "inside": where["top"] >= bar - 1 and where["bottom"] <= PROJECTOR["height"] + 1}
 
 
 @pytest.mark.parametrize("present", [False, True])
