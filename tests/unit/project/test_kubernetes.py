@@ -1,13 +1,19 @@
 """deploy/kubernetes, the room on Kubernetes, checked offline (no cluster here): `kubectl kustomize` renders the
 base, and every object holds what docs/deploy.md promises (probes on Streamlit's health, non-root, requests and
-limits, the Redis address the poll reads, selectors that select, a cookie on the route, a slow scale-down)."""
+limits, the Redis address the poll reads, selectors that select, a cookie on the route, a slow scale-down). Then the
+published checkers: `kubernetes-validate --strict` on the core objects, Gateway API's own schemas on the route, and
+`checkov` with no failed check that the base does not explain."""
 
 from __future__ import annotations
 
+import copy
+import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
@@ -71,7 +77,7 @@ def test_the_base_renders_every_object(rendered) -> None:
         ("Deployment", "attention-lab"), ("Service", "attention-lab"), ("PodDisruptionBudget", "attention-lab"),
         ("HorizontalPodAutoscaler", "attention-lab"), ("Deployment", "attention-lab-redis"),
         ("Service", "attention-lab-redis"), ("NetworkPolicy", "attention-lab-redis"), ("Gateway", "attention-lab"),
-        ("HTTPRoute", "attention-lab"),
+        ("HTTPRoute", "attention-lab"), ("NetworkPolicy", "attention-lab"),
     }  # fmt: skip
     assert all(d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "attention-lab" for d in rendered.values())
 
@@ -115,6 +121,12 @@ def test_every_selector_selects_the_pods_it_names(rendered) -> None:
     allowed = rendered[("NetworkPolicy", "attention-lab-redis")]["spec"]["ingress"][0]["from"][0]["podSelector"]
     assert allowed["matchLabels"].items() <= pods("attention-lab").items()
     assert allowed["matchLabels"].items() - pods("attention-lab-redis").items()  # not Redis itself
+    app = rendered[("NetworkPolicy", "attention-lab")]["spec"]
+    assert app["podSelector"]["matchLabels"].items() <= pods("attention-lab").items()
+    assert [port["port"] for rule in app["ingress"] for port in rule["ports"]] == [8501]  # the container's port
+    (to_redis,) = [rule for rule in app["egress"] if "to" in rule]
+    assert to_redis["to"][0]["podSelector"]["matchLabels"].items() <= pods("attention-lab-redis").items()
+    assert {port["port"] for rule in app["egress"] for port in rule["ports"]} == {6379, 53}  # no way out but these
 
 
 def test_the_route_sticks_a_browser_to_its_pod_with_a_cookie(rendered) -> None:
@@ -150,3 +162,112 @@ def test_compose_shares_the_polls_rooms_through_its_own_redis() -> None:
     assert "ports" not in redis and redis["build"]["dockerfile"] == "deploy/redis.Dockerfile"
     dockerfile = (ROOT / redis["build"]["dockerfile"]).read_text()
     assert "redis-server" in dockerfile and '"--save", ""' in dockerfile and "USER redis" in dockerfile
+
+
+# The published checkers. They live in a virtual environment of their own (.ci/run makes .venv-checks from
+# tests/support/kubernetes-checks.txt, whose digests pin every file): checkov's hundred packages stay out of the app's
+# lock. Elsewhere the tests skip, and under CI they fail, so a CI run cannot pass by skipping them.
+CHECKS = ROOT / ".venv-checks" / "bin"
+GATEWAY_SCHEMAS = ROOT / "tests" / "data" / "gateway-api"  # scripts/gateway_schemas.py vendors them
+
+
+def checker(name: str) -> str:
+    found = (CHECKS / name) if (CHECKS / name).exists() else shutil.which(name)
+    if found is None:
+        reason = f"no {name} (python3 -m venv .venv-checks && .venv-checks/bin/pip install --require-hashes -r "
+        reason += "tests/support/kubernetes-checks.txt)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and the Kubernetes checks cannot run: {reason}", pytrace=False)
+        pytest.skip(reason)
+    return str(found)
+
+
+@pytest.fixture(scope="module")
+def rendered_file(tmp_path_factory) -> Path:
+    """The base as `kubectl kustomize` renders it (where kubectl is), else as rendered here, in one file."""
+    kubectl = shutil.which("kubectl")
+    path = tmp_path_factory.mktemp("kustomize") / "base.yaml"
+    if kubectl:
+        out = subprocess.run([kubectl, "kustomize", str(BASE)], capture_output=True, text=True, timeout=120, check=True)
+        path.write_text(out.stdout)
+    else:
+        path.write_text(yaml.safe_dump_all(render_here()))
+    return path
+
+
+@pytest.mark.thorough
+def test_kubernetes_validate_strict_accepts_every_core_object(rendered_file) -> None:
+    out = subprocess.run(
+        [checker("kubernetes-validate"), "--strict", str(rendered_file)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    core = [
+        d for d in yaml.safe_load_all(rendered_file.read_text()) if d and "gateway.networking" not in d["apiVersion"]
+    ]
+    passed = [line for line in out.stdout.splitlines() if " passed for resource " in line]
+    assert len(passed) == len(core) >= 8, out.stdout
+    # Gateway API's kinds are not among its schemas: the next test holds them to Gateway API's own.
+    assert {line.split("kind ")[1].split()[0] for line in out.stdout.splitlines() if "find schema" in line} <= {
+        "Gateway",
+        "HTTPRoute",
+    }
+
+
+def strict(schema: dict) -> dict:
+    """A CRD's structural schema as `--strict` reads it: an object with declared properties takes no others."""
+    schema = copy.deepcopy(schema)
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "properties" in node and "additionalProperties" not in node:
+                if not node.get("x-kubernetes-preserve-unknown-fields"):
+                    node["additionalProperties"] = False
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return schema
+
+
+def gateway_schema(kind: str) -> dict:
+    document = json.loads((GATEWAY_SCHEMAS / f"{kind.lower()}.json").read_text())
+    assert document["kind"] == kind and "gateway-api v1.6.1" in document["source"]
+    return strict(document["openAPIV3Schema"])
+
+
+@pytest.mark.parametrize("kind", ["Gateway", "HTTPRoute"])
+def test_the_route_holds_to_gateway_apis_own_schema(rendered, kind) -> None:
+    (doc,) = [d for (k, _), d in rendered.items() if k == kind]
+    assert doc["apiVersion"] == "gateway.networking.k8s.io/v1"
+    jsonschema.validate(doc, gateway_schema(kind))
+
+
+def test_gateway_apis_schema_refuses_a_route_it_does_not_know() -> None:
+    """The check above can fail: a misspelt field or a wrong cookie type is refused."""
+    route = next(d for d in render_here() if d["kind"] == "HTTPRoute")
+    schema = gateway_schema("HTTPRoute")
+    misspelt = copy.deepcopy(route)
+    misspelt["spec"]["rules"][0]["sessionPersistence"]["cookieName"] = "attention-lab-pod"
+    wrong = copy.deepcopy(route)
+    wrong["spec"]["rules"][0]["sessionPersistence"]["type"] = "Cookies"
+    for bad in (misspelt, wrong):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+
+
+@pytest.mark.thorough
+def test_checkov_fails_no_check_and_every_skip_says_why(rendered_file, tmp_path) -> None:
+    out = subprocess.run(
+        [checker("checkov"), "-f", str(rendered_file), "--framework", "kubernetes", "--skip-download", "-o", "json"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)},
+    )  # fmt: skip
+    report = json.loads(out.stdout)
+    results = report["results"]
+    failed = [(c["check_id"], c["resource"]) for c in results["failed_checks"]]
+    assert failed == [], failed
+    assert report["summary"]["passed"] >= 150
+    for check in results["skipped_checks"]:  # an annotation checkov.io/skipN: CHECK=why
+        assert len(check["check_result"].get("suppress_comment", "")) > 20, check["check_id"]
