@@ -27,3 +27,5 @@ HEATMAP = st.components.v2.component(
 FIGURES = st.components.v2.component("attention_lab.figures", js=_FONTS_JS + _read("figures.js"), isolate_styles=False)
 # step mode's keyboard: a presenter's clicker (PageDown/PageUp) and the arrow keys
 STEP_KEYS = st.components.v2.component("attention_lab.step_keys", js=_read("step_keys.js"), isolate_styles=False)
+# a link Streamlit drops whole, which only the browser can see (see there and ui.state.dropped_link)
+LINK_CHECK = st.components.v2.component("attention_lab.link_check", js=_read("link_check.js"), isolate_styles=False)

@@ -154,6 +154,8 @@ def clicks(key: str, value: int, *, stage: str | None = None, slider: str | None
     way. One call a page, before the widgets that show the value."""
     data = {"step": value, "stage": stage, "slider": None if slider is None else "." + key_class(slider),
             "on_open": on_open}  # fmt: skip
+    # it draws nothing: out of the column's flow, or its place would push what follows down by a gap
+    st.html(f"<style>.{key_class('keys:' + key)} {{ display: none; }}</style>")
     keys = STEP_KEYS(key=f"keys:{key}", data=data, on_move_change=ignore_event, height=0)
     move = keys.get("move") if keys is not None else None
     return 1 if move == "next" else -1 if move == "previous" else 0

@@ -202,7 +202,7 @@ def init_state() -> None:
     ss["_url_ignored"] = _ignored_link()
     # The session's first `sync_url` writes the address even when it holds what the page would write: a link that
     # Streamlit dropped whole looks, to the page, like one without parameters, and its keys would stay in the
-    # address bar (the server never shows the page the dropped text: only AppTest's context keeps it, for the warning)
+    # address bar (the server never shows the page the dropped text: the browser reports it, `dropped_link`)
     ss["_url_rewrite"] = True
     ss["_link"] = {k: st.query_params.get_all(k)[-1] for k in st.query_params.keys()}  # for `read_own_names`
     ss["_state_ready"] = True
@@ -216,17 +216,35 @@ LINK_MAX_CHARS = 512 * 1024
 
 def _ignored_link() -> str | None:
     """Why Streamlit dropped this session's whole link, in words (None when it read it or cannot tell): the script
-    then saw no parameter, and the link's keys stayed in the address bar with no warning (issue 38). Only where the
-    run's context keeps the text Streamlit dropped (AppTest) can the page tell; a server passes the script an empty
-    query string, and the page then only takes the keys out of the address (`init_state`)."""
+    then saw no parameter, and the link's keys stayed in the address bar with no warning (issue 38). Where the run's
+    context keeps the text Streamlit dropped (AppTest) the page tells at once; a server passes the script an empty
+    query string, and the browser tells instead (`dropped_link`)."""
     ctx = get_script_run_ctx()
     raw = ctx.query_string if ctx is not None else ""
     if not raw or st.query_params.keys() or not urllib.parse.parse_qs(raw, keep_blank_values=True):
         return None
-    fields = raw.count("&") + 1
+    return dropped_link_words(raw.count("&") + 1, len(raw))
+
+
+def dropped_link_words(fields: int, chars: int) -> str:
+    """Why a link of `fields` parameters and `chars` characters was not read, as the page's warning says it."""
     if fields > LINK_MAX_FIELDS:
         return f"it has {fields:,} parameters, and a page reads a link of at most {LINK_MAX_FIELDS:,}"
-    return f"it is {len(raw):,} characters long, and a page reads a link of at most {LINK_MAX_CHARS:,}"
+    return f"it is {chars:,} characters long, and a page reads a link of at most {LINK_MAX_CHARS:,}"
+
+
+def dropped_link(report: object) -> None:
+    """The browser's report (assets/link_check.js) of a link Streamlit dropped whole: {"fields": n, "chars": n}.
+    Kept as the session's `_url_ignored`, which the page's warning reads, unless the page read a link after all."""
+    ss = st.session_state
+    if not isinstance(report, dict) or ss.get("_link"):
+        return
+    try:
+        fields, chars = int(report["fields"]), int(report["chars"])
+    except (KeyError, TypeError, ValueError):
+        return
+    if fields > LINK_MAX_FIELDS or chars > LINK_MAX_CHARS:
+        ss["_url_ignored"] = dropped_link_words(fields, chars)
 
 
 def read_own_names(prefix: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import streamlit as st
 
+from assets import LINK_CHECK
 from attention import masks
 from attention.basics.config import SETTINGS
 from server.warmup import lazy
@@ -28,6 +29,7 @@ from .state import (
     MAX_CHARS,
     PARAMS,
     SPLIT_DERIVED,
+    dropped_link,
     ensure_frame,
     get,
     link_warning,
@@ -48,6 +50,14 @@ def _moved_on() -> None:
     """The user has moved on from the link's values: its warnings go."""
     st.session_state.pop("_url_warnings", None)
     st.session_state.pop("_url_ignored", None)
+
+
+# the link check draws nothing, and its element's place in the column would still push the page down by a gap
+LINK_CHECK_CSS = "<style>.st-key-al-link-check { display: none; }</style>"
+
+
+def _heard() -> None:
+    """A browser's report is read where its component is drawn (`show_url_warnings`), not in a callback."""
 
 
 def _label(labels: dict[Any, str], option: Any) -> str:
@@ -326,6 +336,10 @@ def show_url_warnings(prefix: str = "", **defaults: Any) -> None:
     names = "; ".join(plain(w) for w in (link_warning(n, prefix) for n in sorted(set(bad))) if w)
     if names:
         st.warning(f"Some link parameters were missing a valid value and were reset to defaults: {names}.")
+    if not st.session_state.get("_link"):  # no parameter read: the browser says whether Streamlit dropped a link
+        st.html(LINK_CHECK_CSS)  # a style alone takes no room on the page
+        check = LINK_CHECK(key="al-link-check", data=None, on_dropped_change=_heard, height=0)
+        dropped_link(check.get("dropped") if check is not None else None)
     ignored = st.session_state.get("_url_ignored")
     if ignored:
         st.warning(f"This link was not read ({ignored}): the page opened with its defaults, and the link's "

@@ -248,3 +248,35 @@ def test_unknown_link_keys_are_dropped_from_the_address_with_a_warning(unknown: 
         assert at.session_state["p:heads"] == ui.PARAMS["heads"].default
     at.slider(key="w:seed").set_value(7).run()  # the learner moves on: the warning goes, the link holds the view
     assert not [w for w in at.warning if "link" in w.value] and written(at).get("seed") == "7"
+
+
+@pytest.mark.parametrize(
+    ("report", "words"),
+    [
+        ({"fields": 1501, "chars": 12_000}, "it has 1,501 parameters, and a page reads a link of at most 1,000"),
+        ({"fields": 3, "chars": 600_000}, "it is 600,000 characters long, and a page reads a link of at most 524,288"),
+        ({"fields": 3, "chars": 20}, None),  # read: nothing to say
+        ({"fields": "many"}, None),  # what a browser sends is checked, never trusted
+        ("1501", None),
+        (None, None),
+    ],
+)
+def test_the_browsers_report_of_a_dropped_link_is_said_once_checked(report, words) -> None:
+    """assets/link_check.js reports a link Streamlit dropped whole (only the browser still has it); ui.state turns
+    the report into the page's warning, and ignores one it cannot read or one for a link that was read."""
+
+    def page(report, root) -> None:
+        import sys
+
+        import streamlit as st
+
+        sys.path.insert(0, root)  # the script runs from a file of its own
+        from ui.state import dropped_link, init_state
+
+        init_state()
+        dropped_link(report)
+        st.write(repr(st.session_state.get("_url_ignored")))
+
+    at = AppTest.from_function(page, kwargs={"report": report, "root": str(Path(ui.__file__).parents[1])}).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.markdown[0].value == repr(words)
