@@ -6,7 +6,7 @@
 
 JSON: {"model", "input", "drop_first", "texts", "tokens", "missing": [...], "heads": [{"layer", "head",
 "kv_group", "previous_token", "first_token", "duplicate_token", "induction", "entropy", "mean_distance"} (MiniLM's
-with "special" and "punctuation"), ...]}, null for a score no query could be averaged over (no repeated token).
+with "special", "sep" and "punctuation"), ...]}, null for a score no query could be averaged over (no repeated token).
 The table: one line a head, then the strongest heads and what the atlas says, in sentences.
 """
 

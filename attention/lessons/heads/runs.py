@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -32,12 +32,14 @@ def repeated_tokens(vocab: int, first: int, length: int = REPEAT_LENGTH, seed: i
 
 @dataclass(frozen=True)
 class Text:
-    """A text as one model reads it, cut at MAX_TOKENS: ids, token strings, and the encoder's special positions."""
+    """A text as one model reads it, cut at MAX_TOKENS: ids, token strings, and the encoder's special positions
+    ([CLS] and [SEP]; `sep`: [SEP]'s alone)."""
 
     ids: tuple[int, ...]
     tokens: tuple[str, ...]
     special: tuple[int, ...] = ()
     truncated: bool = False
+    sep: tuple[int, ...] = ()
 
 
 class Runner:
@@ -55,8 +57,8 @@ class Runner:
     def text_tallies(self, weights: torch.Tensor, text: Text, drop_first: bool) -> Tallies:
         """`tallies` of the text's weights (L, h, T, T), with the encoder's special and punctuation keys."""
         punctuation = None if self.causal else [j for j, tok in enumerate(text.tokens) if is_punctuation(tok)]
-        return tallies(weights, text.ids, causal=self.causal, special=text.special, punctuation=punctuation,
-                       drop_first=drop_first)  # fmt: skip
+        return tallies(weights, text.ids, causal=self.causal, special=text.special, sep=text.sep,
+                       punctuation=punctuation, drop_first=drop_first)  # fmt: skip
 
 
 class SmolLM2(Runner):
@@ -98,14 +100,18 @@ class MiniLM(Runner):
         cut = len(ids) > MAX_TOKENS
         if cut:  # the first MAX_TOKENS - 2 word pieces between [CLS] and [SEP]
             ids, tokens = (*ids[: MAX_TOKENS - 1], ids[-1]), (*tokens[: MAX_TOKENS - 1], tokens[-1])
-        return Text(tuple(ids), tuple(tokens), (0, len(ids) - 1), cut or e.truncated)
+        return Text(tuple(ids), tuple(tokens), (0, len(ids) - 1), cut or e.truncated, self.seps(ids))
 
     def repeated(self, seed: int) -> Text:
         # ids from 2000 on: past [PAD], [unused], [UNK], [CLS], [SEP], [MASK] and the single characters
         body = repeated_tokens(self.model.word_embeddings.shape[0], 2000, REPEAT_LENGTH, seed)
         ids = (self.cls, *body, self.sep)
         tokens = tuple(self.model.tokenizer.id_to_token(i) for i in ids)
-        return Text(ids, tokens, (0, len(ids) - 1))
+        return Text(ids, tokens, (0, len(ids) - 1), sep=self.seps(ids))
+
+    def seps(self, ids: Sequence[int]) -> tuple[int, ...]:
+        """Where [SEP] stands: at the end, and wherever a text holds "[SEP]" itself (the tokenizer reads it as one)."""
+        return tuple(j for j, i in enumerate(ids) if i == self.sep)
 
     @torch.no_grad()
     def weights(self, text: Text) -> torch.Tensor:

@@ -10,6 +10,7 @@ it needs (Olsson et al. 2022, TransformerLens's head detector, Clark et al. 2019
     entropy          -sum_j A[i, j] log A[i, j] / log(keys row i may attend)         rows with > 1 key
     mean_distance    sum_j A[i, j] |i - j|, in tokens                  every query
     special          share on [CLS] and [SEP] (encoder)                every query
+    sep              share on [SEP] alone (encoder): where Clark et al. found BERT's middle layers park   every query
     punctuation      share on punctuation tokens (encoder)             every query, when a text has one
 
 `drop_first` leaves the first token out (its row and its column) and renormalises every row before scoring, so a
@@ -32,7 +33,8 @@ import torch
 from ...basics.params import Param
 
 SCORES = ("previous_token", "first_token", "duplicate_token", "induction", "entropy", "mean_distance")
-ENCODER_SCORES = (*SCORES, "special", "punctuation")  # MiniLM's: Clark et al.'s [CLS]/[SEP] and punctuation
+# MiniLM's: Clark et al.'s [CLS]/[SEP], [SEP] alone (a head can park on it while [CLS] is first_token) and punctuation
+ENCODER_SCORES = (*SCORES, "special", "sep", "punctuation")
 NAMES = {
     "previous_token": "previous-token",
     "first_token": "first-token (sink)",
@@ -41,6 +43,7 @@ NAMES = {
     "entropy": "entropy",
     "mean_distance": "mean distance",
     "special": "[CLS]/[SEP]",
+    "sep": "[SEP]",
     "punctuation": "punctuation",
 }
 DEFINITIONS = {
@@ -53,6 +56,7 @@ DEFINITIONS = {
     "more than one key)",
     "mean_distance": "Σ A[i, j]·|i − j|: how far back (or ahead) a query reads, in tokens",
     "special": "Σ A[i, j] over j = [CLS], [SEP]",
+    "sep": "Σ A[i, j] over j = [SEP]: the end marker, where Clark et al. (2019) found BERT's middle layers park",
     "punctuation": "Σ A[i, j] over the punctuation tokens j",
 }
 # The scores that need a token to repeat: a text without one has no query to average them over
@@ -143,12 +147,14 @@ def tallies(
     *,
     causal: bool,
     special: Sequence[int] = (),
+    sep: Sequence[int] = (),
     punctuation: Sequence[int] | None = None,
     drop_first: bool = False,
 ) -> Tallies:
     """Every score's sums and counts for one text: weights (L, h, T, T) of a causal (decoder) or bidirectional
-    (encoder) model, the text's token ids (T,); special ([CLS]/[SEP]) and punctuation key positions for the encoder
-    scores (punctuation None: not scored). With drop_first, the first token is left out and rows renormalised."""
+    (encoder) model, the text's token ids (T,); special ([CLS] and [SEP]), sep ([SEP] alone) and punctuation key
+    positions for the encoder scores (punctuation None: not scored). With drop_first, the first token is left out
+    and rows renormalised."""
     w = weights.double()
     t = w.shape[-1]
     if len(ids) != t:
@@ -157,7 +163,7 @@ def tallies(
     sums["first_token"], counts["first_token"] = w[..., 1:, 0].sum(dim=-1), t - 1  # what a sink parks, always
     if drop_first:
         w, ids, t = renormalised_without_first(w), list(ids)[1:], t - 1
-        special = [j - 1 for j in special if j > 0]
+        special, sep = [j - 1 for j in special if j > 0], [j - 1 for j in sep if j > 0]
         punctuation = None if punctuation is None else [j - 1 for j in punctuation if j > 0]
     i = torch.arange(t)
     allowed = i[None, :] <= i[:, None] if causal else torch.ones(t, t, dtype=torch.bool)  # (T, T) keys a row may read
@@ -176,6 +182,8 @@ def tallies(
     if not causal:
         sums["special"] = w[..., list(special)].sum(dim=(-2, -1))
         counts["special"] = t if special else 0
+        sums["sep"] = w[..., list(sep)].sum(dim=(-2, -1))
+        counts["sep"] = t if sep else 0
     if punctuation is not None:
         sums["punctuation"] = w[..., list(punctuation)].sum(dim=(-2, -1))
         counts["punctuation"] = t if punctuation else 0

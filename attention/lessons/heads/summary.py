@@ -88,7 +88,7 @@ def ranked(scores: torch.Tensor, n: int | None = None) -> list[tuple[int, int, f
 
 # What counts as a head "doing" a behaviour, for the sentences below: a score past these lines (of 1)
 STRONG = {"previous_token": 0.5, "first_token": 0.5, "duplicate_token": 0.3, "induction": 0.3, "special": 0.5,
-          "punctuation": 0.3}  # fmt: skip
+          "sep": 0.5, "punctuation": 0.3}  # fmt: skip
 SINK_LAYER = 0.5  # a layer whose heads park, on average, more than half their attention on the first token
 
 
@@ -129,6 +129,22 @@ def _layers_in_words(layers: list[int], total: int) -> str:
     return f"{span}, most of them {part} (median layer {mid} of {total})"
 
 
+def _special_split(a: Atlas) -> list[str]:
+    """Which of [CLS] and [SEP] an encoder's special-token heads park on: a head whose [CLS]/[SEP] share is strong
+    parks mostly on [SEP] when [SEP] alone holds more than half of it. Clark et al. (2019) found BERT's middle
+    layers parking on [SEP]; a model distilled for sentence embeddings need not."""
+    if not (a.counts.get("special") and a.counts.get("sep")):
+        return []
+    strong = [(lay, h) for lay, h, _ in ranked(a.scores["special"]) if _ >= STRONG["special"]]
+    if not strong:
+        return []
+    on_sep = [(lay, h) for lay, h in strong if float(a.scores["sep"][lay, h]) > float(a.scores["special"][lay, h]) / 2]
+    on_cls = len(strong) - len(on_sep)
+    where = f" ({_layers_in_words([lay for lay, _ in on_sep], a.layers)})" if on_sep else ""
+    return [f"Of the {len(strong)} heads that park on [CLS]/[SEP], {len(on_sep)} park mostly on [SEP]{where} and "
+            f"{on_cls} mostly on [CLS]. Clark et al. (2019) found BERT's middle layers parking on [SEP]."]  # fmt: skip
+
+
 def findings(a: Atlas) -> list[str]:
     """What the atlas says about the model, in sentences a learner can check against the scatter and table: where
     sinks start, where previous-token, duplicate and induction heads sit, which heads park on [CLS]/[SEP] or
@@ -150,7 +166,7 @@ def findings(a: Atlas) -> list[str]:
         else:
             out.append(f"No layer parks more than half of its attention on the first token on average (the largest "
                        f"layer mean is {float(per_layer.max()):.2f}, layer {int(per_layer.argmax())}).")  # fmt: skip
-    for k in ("previous_token", "duplicate_token", "induction", "special", "punctuation"):
+    for k in ("previous_token", "duplicate_token", "induction", "special", "sep", "punctuation"):
         if k not in a.scores or not a.counts[k]:
             continue
         strong = [(lay, h, v) for lay, h, v in ranked(a.scores[k]) if v >= STRONG[k]]
@@ -161,6 +177,7 @@ def findings(a: Atlas) -> list[str]:
             best = ranked(a.scores[k], 1)[0]
             out.append(f"No head scores {STRONG[k]} or more as {_a(NAMES[k])} head here (the best, "
                        f"{head_name(best[0], best[1])}, {best[2]:.2f}).")  # fmt: skip
+    out.extend(_special_split(a))
     if a.counts.get("entropy"):
         per_layer = a.scores["entropy"].mean(dim=1)
         first, last = float(per_layer[0]), float(per_layer[-1])

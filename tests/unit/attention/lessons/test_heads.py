@@ -66,12 +66,15 @@ def test_induction_needs_the_copy_before_the_previous_token() -> None:
 def test_encoder_scores_special_and_punctuation_and_entropy_over_every_key() -> None:
     uniform = torch.full((5, 5), 0.2)
     on_sep = one_hot(5, lambda i: 4, causal=False)
-    s = scores_of(uniform, on_sep, ids=[101, 7, 1012, 8, 102], causal=False, special=(0, 4), punctuation=[2])
-    assert s["special"] == pytest.approx([0.4, 1.0])
-    assert s["punctuation"] == pytest.approx([0.2, 0.0])
-    assert s["entropy"] == pytest.approx([1.0, 0.0])  # every row may read all 5 keys
+    on_cls = one_hot(5, lambda i: 0, causal=False)
+    s = scores_of(uniform, on_sep, on_cls, ids=[101, 7, 1012, 8, 102], causal=False, special=(0, 4), sep=(4,),
+                  punctuation=[2])  # fmt: skip
+    assert s["special"] == pytest.approx([0.4, 1.0, 1.0])
+    assert s["sep"] == pytest.approx([0.2, 1.0, 0.0])  # [SEP] alone: the head parked on [CLS] is not one
+    assert s["punctuation"] == pytest.approx([0.2, 0.0, 0.0])
+    assert s["entropy"] == pytest.approx([1.0, 0.0, 0.0])  # every row may read all 5 keys
     assert s["mean_distance"] == pytest.approx([sum(abs(i - j) for i in range(5) for j in range(5)) / 25,
-                                                (4 + 3 + 2 + 1 + 0) / 5])  # fmt: skip
+                                                (4 + 3 + 2 + 1 + 0) / 5, (0 + 1 + 2 + 3 + 4) / 5])  # fmt: skip
     none = scores_of(uniform, ids=[101, 7, 8, 9, 102], causal=False, special=(0, 4), punctuation=[])
     assert math.isnan(none["punctuation"][0])  # no punctuation mark: left out, not 0
     assert H.is_punctuation(",") and H.is_punctuation("##.") and not H.is_punctuation("[SEP]")
@@ -114,7 +117,7 @@ def test_scores_lie_in_their_ranges(causal: bool, seed: int) -> None:
     w = omega.softmax(dim=-1)
     ids = torch.randint(0, 5, (t,), generator=g).tolist()
     for drop in (False, True):
-        s = H.head_scores(w, ids, causal=causal, special=(0, t - 1), punctuation=[3, 5], drop_first=drop)
+        s = H.head_scores(w, ids, causal=causal, special=(0, t - 1), sep=(t - 1,), punctuation=[3, 5], drop_first=drop)
         for k, v in s.items():
             hi = t - 1 if k == "mean_distance" else 1.0
             assert v.shape == (3, 4)
@@ -124,14 +127,16 @@ def test_scores_lie_in_their_ranges(causal: bool, seed: int) -> None:
 # the real models against transformers ----------------------------------------------------------------------
 
 
-def reference(a: list[list[float]], ids: list[int], causal: bool, special=(), punctuation=None, drop=False) -> dict:
+def reference(
+    a: list[list[float]], ids: list[int], causal: bool, special=(), punctuation=None, drop=False, sep=()
+) -> dict:
     """The issue's definitions, written out as loops over one head's matrix (lists of floats)."""
     t = len(ids)
     out = {"first_token": sum(a[i][0] for i in range(1, t)) / (t - 1)}
     if drop:
         a = [[a[i][j] / sum(a[i][1:]) for j in range(1, t)] for i in range(1, t)]
         ids, t = ids[1:], t - 1
-        special = [j - 1 for j in special if j > 0]
+        special, sep = [j - 1 for j in special if j > 0], [j - 1 for j in sep if j > 0]
         punctuation = None if punctuation is None else [j - 1 for j in punctuation if j > 0]
     out["previous_token"] = sum(a[i][i - 1] for i in range(1, t)) / (t - 1)
     dup, ind, ent = [], [], []
@@ -151,15 +156,19 @@ def reference(a: list[list[float]], ids: list[int], causal: bool, special=(), pu
     out["mean_distance"] = sum(a[i][j] * abs(i - j) for i in range(t) for j in range(t)) / t
     if not causal:
         out["special"] = sum(a[i][j] for i in range(t) for j in special) / t
+        out["sep"] = sum(a[i][j] for i in range(t) for j in sep) / t if sep else math.nan
     if punctuation:
         out["punctuation"] = sum(a[i][j] for i in range(t) for j in punctuation) / t
     return out
 
 
-def assert_scores_equal_reference(atlas: H.Atlas, attentions, ids, causal, special=(), punctuation=None) -> None:
+def assert_scores_equal_reference(
+    atlas: H.Atlas, attentions, ids, causal, special=(), punctuation=None, sep=()
+) -> None:
     for layer, w in enumerate(attentions):
         for head in range(w.shape[1]):
-            want = reference(w[0, head].double().tolist(), list(ids), causal, special, punctuation, atlas.drop_first)
+            a = w[0, head].double().tolist()
+            want = reference(a, list(ids), causal, special, punctuation, atlas.drop_first, sep)
             for k, v in want.items():
                 got = float(atlas.scores[k][layer, head])
                 assert got == pytest.approx(v, abs=1e-4, nan_ok=True), (k, layer, head, got, v)
@@ -185,7 +194,8 @@ def test_minilm_scores_equal_the_definitions_on_bertmodels_eager_attentions(offl
     atlas = H.model_atlas("minilm", "text", text, drop)
     punctuation = [j for j, tok in enumerate(t.tokens) if H.is_punctuation(tok)]
     assert punctuation  # the texts were chosen with some
-    assert_scores_equal_reference(atlas, attentions, t.ids, False, t.special, punctuation)
+    assert t.sep == (len(t.ids) - 1,) and t.tokens[-1] == "[SEP]"
+    assert_scores_equal_reference(atlas, attentions, t.ids, False, t.special, punctuation, t.sep)
 
 
 @pytest.fixture(scope="module")
@@ -248,6 +258,7 @@ def test_the_corpus_ships_varied_texts_each_read_whole_by_both_models(model: str
 def test_a_long_text_is_cut_at_the_atlas_length_keeping_sep() -> None:
     t = H.runner("minilm").encode("word " * 200)
     assert len(t.ids) == H.MAX_TOKENS and t.truncated and t.tokens[-1] == "[SEP]" and t.special == (0, 63)
+    assert t.sep == (63,)
     assert H.runner("smollm2").encode("word " * 200).truncated
 
 
@@ -261,3 +272,22 @@ def test_findings_follow_the_scores() -> None:
     assert "1 of 8 heads score 0.5 or more as previous-token heads: layer 0" in said
     assert "No head scores 0.3 or more as an induction head" in said
     assert H.top_sentences(atlas)[0].startswith("L0H1 is the strongest previous-token head on the shipped corpus")
+
+
+def test_findings_say_which_special_token_an_encoders_heads_park_on() -> None:
+    """[CLS]/[SEP] heads split by [SEP]'s share: Clark et al.'s BERT parks on [SEP]; the sentence counts, for this
+    model, which of the two each strong head parks on."""
+    base = {k: torch.zeros(6, 2) for k in H.ENCODER_SCORES}
+    base["special"][1, 0], base["sep"][1, 0] = 0.9, 0.05  # parks on [CLS]
+    base["special"][3, 1], base["sep"][3, 1] = 0.8, 0.7  # parks on [SEP]
+    base["special"][4, 0], base["sep"][4, 0] = 0.6, 0.4  # on [SEP] for the most part
+    atlas = H.Atlas("minilm", "corpus", False, base, {k: 10 for k in H.ENCODER_SCORES}, 3, 30, 1)
+    said = " ".join(H.findings(atlas))
+    assert "Of the 3 heads that park on [CLS]/[SEP], 2 park mostly on [SEP] (layers 3–4" in said
+    assert "and 1 mostly on [CLS]" in said
+    base["sep"][3, 1] = base["sep"][4, 0] = 0.0
+    assert "2 park mostly" not in " ".join(H.findings(atlas)) and "0 park mostly on [SEP] and 3" in " ".join(
+        H.findings(atlas)
+    )
+    decoder = H.Atlas("smollm2", "corpus", False, {k: base[k] for k in H.SCORES}, {k: 10 for k in H.SCORES}, 3, 30, 1)
+    assert "[SEP]" not in " ".join(H.findings(decoder))

@@ -14,7 +14,7 @@ from attention.lessons import heads as H
 
 @pytest.mark.parametrize(
     ("model", "layers", "heads", "extra"),
-    [("minilm", 6, 12, {"special", "punctuation"}), ("smollm2", 30, 9, {"kv_group"})],
+    [("minilm", 6, 12, {"special", "sep", "punctuation"}), ("smollm2", 30, 9, {"kv_group"})],
 )
 @pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_json_has_every_head_with_its_scores(model, layers, heads, extra, capsys: pytest.CaptureFixture) -> None:
