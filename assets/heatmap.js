@@ -53,9 +53,16 @@ function decode(bytes) {
   return { header, values, blocked };
 }
 
+const BLANK = [240, 242, 246, 255]; // the app's secondary background
+
 // Every cell's colour into RGBA pixels: the hot loop at 262,144 cells, so no allocation per cell.
 function paint(h, values, blocked, px) {
   const n = h.r * h.c;
+  if (h.selectable === "cell") {
+    // a question's blank grid: one pale colour, nothing of any value (the answer is drawn only after the commit)
+    for (let k = 0; k < n; k++) px.set(BLANK, 4 * k);
+    return;
+  }
   const off = h.kind === "mask" ? MASK.off : BLOCKED;
   if (h.kind === "mask") {
     for (let k = 0; k < n; k++) {
@@ -283,6 +290,15 @@ function render(ctx, state, L, ink, background) {
   // the cells: one pixel each, scaled; nearest-neighbour when cells are larger than pixels, else smoothed
   ctx.imageSmoothingEnabled = L.cellW * (window.devicePixelRatio || 1) < 1 || L.cellH * (window.devicePixelRatio || 1) < 1;
   ctx.drawImage(state.cells, L.left, L.top, L.plotW, L.plotH);
+  if (h.selectable === "cell") {
+    // a question's blank grid: its cells outlined, so that a row of them reads as cells to click, not one bar
+    ctx.strokeStyle = "#8a8d99";
+    ctx.lineWidth = 1;
+    for (let i = 0; i < h.r; i++) {
+      for (let j = 0; j < h.c; j++) ctx.strokeRect(L.left + j * L.cellW + 0.5, L.top + i * L.cellH + 0.5, L.cellW - 1, L.cellH - 1);
+    }
+    ctx.fillStyle = ink;
+  }
   // row labels
   ctx.font = `${L.rowFont}px ${L.family}`;
   ctx.textAlign = "right";
@@ -566,8 +582,11 @@ function drawOverlay(state) {
     ctx.lineWidth = 2;
     ctx.strokeRect(x + 1, y + 1, Math.max(w - 2, 1), Math.max(h - 2, 1));
   };
-  if (state.picked !== null && state.picked < state.header.r) {
-    frame(L.left, L.top + state.picked * L.cellH, L.plotW, L.cellH, "#e66100");
+  const picked = state.picked;
+  if (picked !== null && typeof picked === "object") {
+    frame(L.left + picked.j * L.cellW, L.top + picked.i * L.cellH, L.cellW, L.cellH, "#e66100"); // a picked cell
+  } else if (picked !== null && picked < state.header.r) {
+    frame(L.left, L.top + picked * L.cellH, L.plotW, L.cellH, "#e66100");
   }
   if (state.hover) {
     const { i, j } = state.hover;
@@ -597,7 +616,10 @@ function showTip(root, state, event, cell) {
   const isBlocked = state.blocked !== null && state.blocked[k] === 1;
   // textContent only: labels are the user's text and must never become markup
   tip.replaceChildren();
-  for (const [name, value] of [["row", h.rows[cell.i]], ["column", h.cols[cell.j]], [h.kind === "mask" ? "cell" : "value", tooltipValue(h, state.values[k], isBlocked)]]) {
+  const lines = [["row", h.rows[cell.i]], ["column", h.cols[cell.j]]];
+  // a question's blank grid has no value to read (its cells hold nothing of the answer)
+  if (h.selectable !== "cell") lines.push([h.kind === "mask" ? "cell" : "value", tooltipValue(h, state.values[k], isBlocked)]);
+  for (const [name, value] of lines) {
     const line = document.createElement("div");
     const b = document.createElement("b");
     b.textContent = `${name} `;
@@ -607,7 +629,7 @@ function showTip(root, state, event, cell) {
   if (h.selectable) {
     const hint = document.createElement("div");
     hint.className = "al-heatmap-hint";
-    hint.textContent = "click to follow this row";
+    hint.textContent = h.selectable === "cell" ? "click to pick this cell" : "click to follow this row";
     tip.append(hint);
   }
   tip.hidden = false;
@@ -654,9 +676,11 @@ function mount(parentElement, setTriggerValue) {
     if (!state.layout || !state.header.selectable) return;
     const cell = cellAt(state, event);
     if (!cell) return;
-    state.picked = cell.i;
+    // selectable "cell": the cell, sent as its index row by row (a question's answer); otherwise the row
+    const asCell = state.header.selectable === "cell";
+    state.picked = asCell ? cell : cell.i;
     drawOverlay(state);
-    state.setTriggerValue("pick", cell.i);
+    state.setTriggerValue("pick", asCell ? cell.i * state.header.c + cell.j : cell.i);
   });
   // a narrower window (a projector, a closed sidebar) re-lays the chart out; the cells are not recoloured
   let pending = false;
@@ -686,13 +710,16 @@ export default function (component) {
   if (state.header && (state.header.r !== h.r || state.header.rows.join("\u0000") !== h.rows.join("\u0000"))) {
     state.picked = null; // another sentence: the picked row means something else
   }
-  if (h.picked !== null && h.picked !== undefined) state.picked = h.picked;
+  if (h.picked !== null && h.picked !== undefined) {
+    state.picked = h.selectable === "cell" ? { i: Math.floor(h.picked / h.c), j: h.picked % h.c } : h.picked;
+  }
   Object.assign(state, decoded);
   root.alHeatmap = decoded;
   root.dataset.title = h.title;
   root.dataset.rows = String(h.r);
   root.dataset.cols = String(h.c);
   root.dataset.kind = h.kind;
+  root.dataset.pick = h.selectable === "cell" ? "cell" : h.selectable ? "row" : ""; // "cell": a question's grid
   state.canvas.setAttribute("aria-label", `${h.title}: ${h.r} × ${h.c} heatmap`);
   for (const button of root.querySelectorAll(".al-heatmap-tools button")) {
     button.setAttribute("aria-label", `Download ${h.title || "heatmap"} as ${button.textContent.slice(2)}`);

@@ -51,12 +51,13 @@ def heatmap_payload(
     kind: str = "diverging",
     blocked: torch.Tensor | None = None,
     annotate: bool = False,
-    selectable: bool = False,
+    selectable: bool | str = False,
     legend: bool = True,
     max_abs: float | None = None,
     top: float = 1.0,
     row_labels: bool = True,
     max_height: int | None = None,
+    picked: int | None = None,
 ) -> bytes:
     """The bytes the heatmap component draws: a uint32 header length, a JSON header (title, labels, colour scale),
     the (rows, cols) values as little-endian float32 row by row, then one byte a cell (1 = blocked) if any is.
@@ -85,7 +86,8 @@ def heatmap_payload(
         "top": float(top),
         "rowLabels": row_labels,  # weights: the colour scale runs from 0 to this (1 unless small multiples share less)
         "annotate": annotate,
-        "selectable": selectable,
+        "selectable": selectable,  # True: a click picks a row; "cell": a cell (sent as row * cols + col)
+        "picked": picked,  # the cell framed as picked ("cell" only), None for none
         "legend": legend,
         "plotHeight": plot_height(r) if max_height is None else min(plot_height(r), max_height),
         "blocked": bool(flagged.any()),
@@ -117,6 +119,22 @@ def decode_heatmap(payload: bytes) -> tuple[dict, torch.Tensor, torch.Tensor]:
 
 def ignore_event() -> None:
     """The component's click callback: the click is read from its trigger value in the same run."""
+
+
+def pick_cell(
+    rows: Sequence[str], cols: Sequence[str], *, title: str, key: str, picked: int | None = None
+) -> int | None:
+    """A question's grid, to be answered with a click: the cells are blank (weights of 0, outlined, no number and no
+    value in the hover readout, so nothing of the answer shows), and a click picks one. Returns the cell just clicked
+    as row * len(cols) + col, or None; `picked` frames the learner's current pick (made here or another way)."""
+    r, c = len(rows), len(cols)
+    payload = heatmap_payload(torch.zeros(r, c), rows, cols, title=title, kind="weights", selectable="cell",
+                              legend=False, picked=picked)  # fmt: skip
+    url_before_figure()
+    event = HEATMAP(key=key, data=payload, on_pick_change=ignore_event)
+    if event is not None and event.get("pick") is not None and 0 <= int(event["pick"]) < r * c:
+        return int(event["pick"])
+    return None
 
 
 def heatmap(

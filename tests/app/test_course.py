@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
 
@@ -18,9 +19,17 @@ VEGA = "vega_lite_chart"
 
 
 def figures(at: AppTest) -> int:
-    """The figures on the page: our heatmaps and the Vega-Lite charts (bars, bands)."""
+    """The figures on the page: our heatmaps and the Vega-Lite charts (bars, bands); a question's blank grid, to be
+    clicked (ui.heatmaps.pick_cell), is not one."""
     charts = sum(1 for n in chart_reader._walk(at._tree) if getattr(n, "type", None) == VEGA)
-    return len(chart_reader.drawn(at)) + charts
+    return len([h for h, _, _ in chart_reader.drawn(at) if h["selectable"] != "cell"]) + charts
+
+
+def question_grid(at: AppTest) -> tuple[dict, torch.Tensor] | None:
+    """A cell question's grid: its header and cells (every one 0: blank)."""
+    grids = [(h, v) for h, v, _ in chart_reader.drawn(at) if h["selectable"] == "cell"]
+    assert len(grids) <= 1
+    return grids[0] if grids else None
 
 
 def archive_offered(at: AppTest) -> bool:
@@ -114,6 +123,24 @@ def test_each_lesson_hides_its_figure_until_the_learner_commits(lesson):
     assert at.warning and at.warning[0].value.startswith("Not quite"), texts(at)
     assert at.query_params["progress"] == f"{lesson.id}:wrong"
     assert any(b.label.startswith("Next:") or b.label.startswith("Back to the course map") for b in at.button)
+
+
+@pytest.mark.parametrize("lesson", [lesson for lesson in course.LESSONS if lesson.question.kind == "cell"],
+                         ids=lambda lesson: lesson.id)  # fmt: skip
+def test_a_cell_question_offers_its_row_blank_to_click_and_frames_the_pill_picked(lesson):
+    """The query's row as a grid with nothing of the answer in it: its columns are the question's keys, every cell
+    the same; a pill picked frames its cell. The grid goes once the answer is in (browser: a click picks the pill)."""
+    at = opened(lesson=lesson.id)
+    inputs = {n: at.session_state["p:" + n] for n in lesson.question.reads}
+    labels = list(lesson.question.choices(inputs))
+    header, cells = question_grid(at)
+    assert header["cols"] == labels and header["rows"] == ["query"] and header["picked"] is None
+    assert bool((cells == 0).all()) and not header["annotate"]  # blank: no weight drawn, no number printed
+    at.button_group(key=f"co:pick:{lesson.id}").set_value(labels[-1]).run()
+    assert question_grid(at)[0]["picked"] == len(labels) - 1
+    at.button(key=f"FormSubmitter:co:form:{lesson.id}-Commit and see").click().run()
+    at = trained(at)
+    assert question_grid(at) is None and figures(at) > 0
 
 
 def test_a_right_answer_on_a_sentence_of_the_learners_own():

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+import ui
 from browser.test_pages import CHARTS, assert_clean, open_page, settle, wait_for_charts
 from ui.pages import course
 
@@ -34,7 +35,10 @@ def lesson_heading(page) -> str:
 
 
 def figures(page) -> int:
-    return page.locator(MAIN_CHARTS).count()
+    """The figures in the main column; a cell question's blank grid, to be clicked, is not one."""
+    return (
+        page.locator(MAIN_CHARTS).count() - page.locator('[data-testid="stMain"] .al-heatmap[data-pick="cell"]').count()
+    )
 
 
 def test_pagedown_alone_runs_three_lessons_from_question_to_reveal(page, app_url, page_errors, shoot):
@@ -100,4 +104,36 @@ def test_pagedown_on_lesson_12_trains_then_shows_the_loss_in_view(page, app_url,
     assert page.get_by_text("The lab computed").count() >= 1
     shoot(page, "test_course_12_reveal")
     assert "watch_it_learn:seen" in parse_qs(urlparse(page.url).query)["progress"][0]
+    assert_clean(page, page_errors)
+
+
+def test_a_click_on_the_questions_grid_is_the_prediction(page, app_url, page_errors, shoot):
+    """A cell question (which key gets the most weight) is answered by a click on the query's blank row: the click
+    picks the same answer as its pill, the cell is framed, and the commit grades it."""
+    page.set_viewport_size(PROJECTOR)
+    lesson = course.BY_ID["soft_lookup"]
+    sentence = "the cat sat on the mat because it was warm"
+    open_page(page, app_url, "", f"lesson={lesson.id}&sentence={sentence.replace(' ', '+')}&token=7")
+    grid = page.locator('[data-testid="stMain"] .al-heatmap[data-pick="cell"]')
+    grid.wait_for()
+    page.wait_for_function("(g) => g.dataset.drawn !== undefined", arg=grid.element_handle())
+    inputs = {"sentence": sentence, "token": 7}
+    inputs = {n: inputs.get(n, ui.PARAMS[n].default) for n in lesson.question.reads}
+    truth = lesson.question.answer(inputs)
+    labels = lesson.question.choices(inputs)
+    assert grid.get_attribute("data-cols") == str(len(labels))
+    assert figures(page) == 0
+    box = grid.locator("canvas").first.bounding_box()
+    layout = grid.evaluate("(g) => g.alState.layout")
+    x = box["x"] + layout["left"] + (truth.value + 0.5) * layout["cellW"]
+    y = box["y"] + layout["top"] + 0.5 * layout["cellH"]
+    page.mouse.click(x, y)
+    pill = page.locator(f'.st-key-co-pick-{lesson.id} button[aria-checked="true"]')  # the pill picked
+    pill.first.wait_for(timeout=20_000)
+    assert pill.first.inner_text().strip() == labels[truth.value]
+    settle(page)
+    shoot(page, "test_course_cell_grid_picked")
+    page.get_by_role("button", name="Commit and see").click()
+    page.get_by_text("Right: you said").wait_for(timeout=30_000)
+    assert figures(page) > 0
     assert_clean(page, page_errors)

@@ -235,9 +235,13 @@ def _controls(lesson: Lesson) -> None:
 
 def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
     q = lesson.question
+    if q.kind == "cell":  # the query's row, blank: a click on a cell is the prediction, and so is a pill below it
+        _cell_grid(box, lesson, now)
+        # outside the form: a pill picked frames its cell in the grid at once (a form would hold it until Commit)
+        box.pills("Your prediction: the row's cells, one a key", q.choices(now), key=f"co:pick:{lesson.id}")
     with box.form(key=f"co:form:{lesson.id}", border=False):
-        if q.kind == "cell":  # the cells of the query's row, one to pick
-            raw = st.pills("Your prediction: the row's cells, one a key", q.choices(now), key=f"co:pick:{lesson.id}")
+        if q.kind == "cell":
+            raw = st.session_state.get(f"co:pick:{lesson.id}")
         elif q.kind == "choice":
             raw = st.radio("Your prediction", q.choices(now), index=None, key=f"co:pick:{lesson.id}",
                            horizontal=True)  # fmt: skip
@@ -255,6 +259,22 @@ def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
         box.warning(problem)
     box.button("Show me without predicting", key="co:reveal", on_click=reveal, args=(lesson,))
     box.caption("The figure that answers it appears once you commit.")
+
+
+def _cell_grid(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
+    """The query's row of keys with no weights in it: the learner clicks the cell they predict. A click sets the
+    pills' value (what the form commits), and a pill picked frames its cell, so the two always agree."""
+    from ...heatmaps import pick_cell
+
+    labels = list(lesson.question.choices(now))
+    pill = f"co:pick:{lesson.id}"
+    chosen = st.session_state.get(pill)
+    picked = labels.index(chosen) if chosen in labels else None
+    with box:
+        clicked = pick_cell(["query"], labels, title="Click the cell of the key you predict gets the most weight",
+                            key=f"co:grid:{lesson.id}", picked=picked)  # fmt: skip
+    if clicked is not None and labels[clicked] != chosen:
+        st.session_state[pill] = labels[clicked]
 
 
 def _wait(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
