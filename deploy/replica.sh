@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One replica of the room, as deploy/supervisord.conf starts it: `bash deploy/replica.sh N` runs
 # `streamlit run dashboard.py` on 127.0.0.1:(LAB_FIRST_PORT + N - 1) in place of this shell (exec), so supervisord
-# signals and watches Streamlit itself.
+# signals and watches Streamlit itself. LAB_REPLICA_ADDRESS: the address it listens on instead of 127.0.0.1, for a
+# replica on a host of its own that the proxy reaches over the network (benchmarks/poll_room.py --netns).
 #
 # LAB_MEMORY_LIMIT (e.g. 690M, 2G; bytes without a suffix): the replica first moves into a memory cgroup of its
 # own with that limit, so the kernel kills that replica alone when it goes over (supervisord then starts it
@@ -67,5 +68,5 @@ fi
 # The math is small matrices: one thread each keeps N replicas from fighting over N cores. Headless and no
 # usage statistics come from .streamlit/config.toml; Streamlit's own settings can be given as STREAMLIT_*.
 export OMP_NUM_THREADS=1 PYTHONPATH="$PWD"
-exec "$python" -m streamlit run dashboard.py --server.port "$port" --server.address 127.0.0.1 \
+exec "$python" -m streamlit run dashboard.py --server.port "$port" --server.address "${LAB_REPLICA_ADDRESS:-127.0.0.1}" \
   --server.fileWatcherType none

@@ -1,0 +1,365 @@
+"""The class poll as a room uses it (issue 35): learners answer through 3 replicas behind HAProxy, the instructor's
+projector counts them; then the projector's replica is killed, and Redis stops for 10 s.
+
+    .venv/bin/python benchmarks/poll_room.py [--learners 60] [--replicas 3] [--every 0.25] [--netns] [--json FILE]
+
+`deploy/run.sh` (HAProxy, supervisord, the replicas) on loopback, given a redis-server of this script's own, so that
+Redis can be stopped and continued. With --netns (root), a rehearsal across hosts on this machine instead: Redis,
+HAProxy and each replica in a network namespace of its own (`ip netns`), joined by a bridge as hosts by a switch;
+each replica listens on its own address (deploy/replica.sh's LAB_REPLICA_ADDRESS), HAProxy runs deploy/haproxy.cfg
+with those addresses, and the browser reaches the proxy's address from this machine's own namespace. There a
+killed replica is not started again (no supervisord): its learners go on through the others.
+
+One headless Chromium: the projector at 1024 x 768 opens a room and asks the demo's first question; each learner is
+a browser of its own (a context: its own cookies, so HAProxy places it) at a phone's 390 x 844, on the room's link.
+Then:
+
+1. every learner answers, one every --every seconds, while the projector's count is read every 50 ms: the time from
+   each click to the count that includes it (the k-th click to the first count of k or more), and from the last
+   click to the count of all;
+2. the replica that serves the projector is killed (SIGKILL; supervisord starts it again); the projector reloads
+   (HAProxy sends it to a live replica) and must show the same room, question and count;
+3. Redis is stopped (SIGSTOP) for 10 s: the projector must say the poll is paused, and no page show a traceback;
+   once it is back, a sixth of the learners change their answer, and the projector's split must hold every change.
+
+Prints a JSON report (and writes it with --json); exits 1 when a check fails. A benchmark, not a test: loopback
+only, bounded waits, and its timings depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from support import live_server  # noqa: E402
+from support.redis_server import RedisServer, find_redis, free_port  # noqa: E402
+
+import server.poll  # noqa: E402
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
+CHOICES = ("1", "the number of keys")  # two of the demo's first question's answers (ui/pages/poll.demo_questions)
+PAUSE_S = 10
+
+
+@dataclass
+class Room:
+    """Where the run's learners go: the proxy's address, each replica's pid by name (s1, s2, ...) and Redis's."""
+
+    proxy: str
+    replica_pid: object  # name -> pid
+    redis_pid: int
+    stop: object  # () -> None
+    where: dict = field(default_factory=dict)
+
+
+def recipe_room(replicas: int, logs: Path) -> Room:
+    """deploy/run.sh on loopback, given a redis-server of this script's own."""
+    redis = RedisServer(find_redis(), free_port())
+    redis.start()
+    try:
+        recipe = live_server.start_recipe(replicas, logs, env={server.poll.ENV: redis.url})
+    except BaseException:
+        redis.stop()
+        raise
+
+    def stop() -> None:
+        live_server.stop_recipe(recipe)
+        redis.stop()
+
+    return Room(recipe.proxy, lambda name: live_server.replica_pid(recipe, name), redis.process.pid, stop,
+                {"topology": "deploy/run.sh on loopback (supervisord, HAProxy)"})  # fmt: skip
+
+
+SUBNET = "10.77.0"  # the namespaces' hosts: .1 this machine (the bridge), .2 Redis, .10 HAProxy, .11 on replicas
+BRIDGE = "labbr0"
+
+
+def sh(*argv: str) -> None:
+    subprocess.run(argv, check=True, capture_output=True, timeout=60)
+
+
+def host(name: str, address: str, veth: str) -> None:
+    """A network namespace `name` with `address` on its eth0, cabled to the bridge, routed through this machine."""
+    sh("ip", "netns", "add", name)
+    sh("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", name)
+    sh("ip", "link", "set", veth, "master", BRIDGE, "up")
+    inside = [
+        ("ip", "addr", "add", f"{address}/24", "dev", "eth0"),
+        ("ip", "link", "set", "eth0", "up"),
+        ("ip", "link", "set", "lo", "up"),
+        ("ip", "route", "add", "default", "via", f"{SUBNET}.1"),
+    ]
+    for argv in inside:
+        sh("ip", "netns", "exec", name, *argv)
+
+
+def netns_room(replicas: int, logs: Path) -> Room:
+    """Redis, HAProxy and each replica on a host (network namespace) of its own, on one bridge."""
+    names = {"redis": ("lab-redis", f"{SUBNET}.2"), "proxy": ("lab-proxy", f"{SUBNET}.10")}
+    names |= {f"s{i}": (f"lab-s{i}", f"{SUBNET}.{10 + i}") for i in range(1, replicas + 1)}
+    procs: dict[str, subprocess.Popen] = {}
+
+    def stop() -> None:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs.values():
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for ns, _ in names.values():
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True)
+
+    stop()  # what an interrupted run left behind
+    try:
+        sh("ip", "link", "add", BRIDGE, "type", "bridge")
+        sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", BRIDGE)
+        sh("ip", "link", "set", BRIDGE, "up")
+        for key, (ns, address) in names.items():
+            host(ns, address, f"veth-{key}")
+        redis_address = names["redis"][1]
+        out = lambda name: (logs / f"{name}.log").open("wb")  # noqa: E731
+        procs["redis"] = subprocess.Popen(["ip", "netns", "exec", "lab-redis", find_redis(), "--port", "6379", "--bind",
+                                           redis_address, "--protected-mode", "no", "--save", "", "--appendonly", "no"],
+                                          stdout=out("redis"), stderr=subprocess.STDOUT)  # fmt: skip
+        env = {**os.environ, server.poll.ENV: f"redis://{redis_address}:6379/0", "LAB_FIRST_PORT": "8501",
+               "LAB_PYTHON": sys.executable}  # fmt: skip
+        for i in range(1, replicas + 1):
+            ns, address = names[f"s{i}"]
+            procs[f"s{i}"] = subprocess.Popen(["ip", "netns", "exec", ns, "bash", "deploy/replica.sh", "1"], cwd=ROOT,
+                                              env={**env, "LAB_REPLICA_ADDRESS": address}, stdout=out(f"s{i}"),
+                                              stderr=subprocess.STDOUT)  # fmt: skip
+        servers = logs / "servers.cfg"
+        lines = ["global", f"    stats socket {logs}/haproxy.sock mode 600 level admin", "backend streamlit"]
+        lines += [f"    server s{i} {names[f's{i}'][1]}:8501 cookie s{i}" for i in range(1, replicas + 1)]
+        servers.write_text("\n".join(lines) + "\n")
+        proxy_address = names["proxy"][1]
+        haproxy = live_server.find_haproxy() or "/usr/sbin/haproxy"
+        argv = ["ip", "netns", "exec", "lab-proxy", haproxy, "-db", "-f", "deploy/haproxy.cfg", "-f", str(servers)]
+        env = {**os.environ, "LAB_ADDRESS": proxy_address, "LAB_PORT": "8501", "LAB_LOG_DIR": str(logs)}
+        procs["proxy"] = subprocess.Popen(argv, cwd=ROOT, stdout=out("haproxy"), stderr=subprocess.STDOUT, env=env)
+        proxy = f"http://{proxy_address}:8501"
+        urls = [proxy] + [f"http://{names[f's{i}'][1]}:8501" for i in range(1, replicas + 1)]
+        live_server.wait_for("every host answering", lambda: all(live_server.health(u) == "ok" for u in urls), 240)
+        time.sleep(3)  # HAProxy marks a server up after two good checks
+    except BaseException:
+        stop()
+        raise
+
+    def pid(name: str) -> int | None:
+        proc = procs.get(name)
+        return proc.pid if proc is not None and proc.poll() is None else None  # ip netns exec execs the command
+
+    where = {"topology": "network namespaces on one bridge",
+             "hosts": {key: f"{ns} {address}" for key, (ns, address) in names.items()}}  # fmt: skip
+    return Room(proxy, pid, procs["redis"].pid, stop, where)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def replica_of(context) -> str:
+    """The replica HAProxy placed this browser on: its SRV cookie (deploy/haproxy.cfg)."""
+    return next((c["value"] for c in await context.cookies() if c["name"] == "SRV"), "?")
+
+
+async def count(projector) -> int | None:
+    try:
+        text = await projector.get_by_test_id("stMetricValue").first.inner_text(timeout=2_000)
+        return int(text.strip())
+    except Exception:  # a rerun between reads: no metric for a moment
+        return None
+
+
+async def split(projector) -> dict[str, int]:
+    """The projector's split, {choice: count}, from its lines 'choice: n (p %)'."""
+    body = await projector.inner_text("body")
+    return {c: int(m.group(1)) for c in CHOICES if (m := re.search(rf"(?m)^{re.escape(c)}: (\d+) \(", body))}
+
+
+async def wait_until(what: str, check, timeout: float, every: float = 0.1):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = await check()
+        if got:
+            return got
+        await asyncio.sleep(every)
+    raise TimeoutError(f"{what}: not within {timeout:g} s")
+
+
+async def learner_page(browser, url: str):
+    context = await browser.new_context(**PHONE)
+    page = await context.new_page()
+    await page.goto(url, timeout=120_000)
+    await page.get_by_role("button", name=CHOICES[0], exact=True).wait_for(timeout=120_000)
+    return context, page
+
+
+async def run(args: argparse.Namespace) -> dict:
+    from playwright.async_api import async_playwright
+
+    report: dict = {"learners": args.learners, "replicas": args.replicas, "click_every_s": args.every,
+                    "cpus": os.cpu_count(), "checks": {}}  # fmt: skip
+    checks = report["checks"]
+    logs = Path(tempfile.mkdtemp(prefix="poll-room-"))
+    room = (netns_room if args.netns else recipe_room)(args.replicas, logs)
+    report["room"] = room.where
+    try:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=live_server.require_chromium(),
+                                               args=live_server.CHROMIUM_ARGS)  # fmt: skip
+            host = await browser.new_context(viewport={"width": 1024, "height": 768})
+            projector = await host.new_page()
+            await projector.goto(room.proxy + "/poll_room", timeout=120_000)
+            await projector.get_by_role("button", name="Open a room").click(timeout=120_000)
+            await projector.get_by_role("button", name="Ask").click(timeout=60_000)
+            await projector.get_by_text(re.compile("^Answered$")).first.wait_for(timeout=60_000)
+            code = re.search(r"Room code ([A-Z2-9]{5})", await projector.inner_text("body")).group(1)
+            report["projector_replica"] = await replica_of(host)
+
+            started = time.monotonic()
+            learners = []
+            for first in range(0, args.learners, 6):  # six browsers load at once
+                batch = range(first, min(first + 6, args.learners))
+                learners += await asyncio.gather(*(learner_page(browser, f"{room.proxy}/poll?room={code}")
+                                                   for _ in batch))  # fmt: skip
+            report["learners_loaded_s"] = round(time.monotonic() - started, 1)
+            placed = [await replica_of(context) for context, _ in learners]
+            report["learners_per_replica"] = {r: placed.count(r) for r in sorted(set(placed))}
+
+            # 1. every learner answers; the projector's count read every 50 ms meanwhile
+            seen: list[tuple[float, int]] = []
+            done = asyncio.Event()
+
+            async def watch() -> None:
+                while not done.is_set():
+                    n = await count(projector)
+                    if n is not None:
+                        seen.append((time.monotonic(), n))
+                    await asyncio.sleep(0.05)
+
+            watcher = asyncio.create_task(watch())
+            clicks, picks = [], []
+            for i, (_, page) in enumerate(learners):
+                pick = CHOICES[i % 3 == 0]
+                clicks.append(time.monotonic())
+                await page.get_by_role("button", name=pick, exact=True).click(timeout=30_000)
+                picks.append(pick)
+                await asyncio.sleep(args.every)
+
+            async def all_in() -> bool:
+                return bool(seen) and seen[-1][1] >= args.learners
+
+            try:
+                await wait_until("the projector counts every answer", all_in, 60)
+            finally:
+                done.set()
+                await watcher
+            latencies = []
+            for k, clicked in enumerate(clicks, start=1):
+                counted = next((t for t, n in seen if n >= k and t >= clicked), None)
+                latencies.append(None if counted is None else counted - clicked)
+            measured = [x for x in latencies if x is not None]
+            report["answer_to_count_s"] = {"median": round(statistics.median(measured), 3),
+                                           "p95": round(percentile(measured, 0.95), 3), "max": round(max(measured), 3),
+                                           "measured": len(measured)}  # fmt: skip
+            all_counted = next(t for t, n in seen if n >= args.learners)
+            report["last_answer_to_all_counted_s"] = round(all_counted - clicks[-1], 3)
+            checks["all counted within 2 s of the last answer"] = report["last_answer_to_all_counted_s"] <= 2
+            checks["p95 answer to count <= 1 s"] = report["answer_to_count_s"]["p95"] <= 1
+            want = {c: picks.count(c) for c in CHOICES}
+            checks["split as answered"] = await split(projector) == want
+
+            # 2. the projector's replica dies; the room and its count are intact on reload
+            name = report["projector_replica"]
+            os.kill(room.replica_pid(name), signal.SIGKILL)
+            killed = time.monotonic()
+            await projector.reload(timeout=120_000)
+            await wait_until("the projector's room after the kill", lambda: count(projector), 120)
+            body = await projector.inner_text("body")
+            report["projector_back_after_kill_s"] = round(time.monotonic() - killed, 1)
+            report["projector_replica_after_kill"] = await replica_of(host)
+            checks["room intact after the projector's replica died"] = (
+                f"Room code {code}" in body
+                and await count(projector) == args.learners
+                and await split(projector) == want
+            )
+
+            # 3. Redis stops for 10 s; the poll pauses, nothing breaks; answers after it is back all count
+            os.kill(room.redis_pid, signal.SIGSTOP)
+            stopped = time.monotonic()
+            try:
+                paused = await wait_until("the projector says paused", lambda: projector.get_by_text(
+                    re.compile("poll is paused")).count(), PAUSE_S)  # fmt: skip
+                report["paused_shown_after_s"] = round(time.monotonic() - stopped, 1)
+                await asyncio.sleep(max(0.0, PAUSE_S - (time.monotonic() - stopped)))
+            except TimeoutError:
+                paused = 0
+            finally:
+                os.kill(room.redis_pid, signal.SIGCONT)
+            checks["paused shown while Redis was stopped"] = bool(paused)
+            pages = [projector, *(page for _, page in learners)]
+            tracebacks = [i for i, p in enumerate(pages) if "Traceback" in await p.inner_text("body")]
+            checks["no traceback on any page"] = not tracebacks
+            await wait_until("the count after Redis is back", lambda: count(projector), 60)
+            changers = range(0, args.learners, 6)
+            for i in changers:
+                other = CHOICES[picks[i] == CHOICES[0]]
+                await learners[i][1].get_by_role("button", name=other, exact=True).click(timeout=60_000)
+                picks[i] = other
+            want = {c: picks.count(c) for c in CHOICES}
+
+            async def holds_every_change() -> bool:
+                return await split(projector) == want and await count(projector) == args.learners
+
+            try:
+                await wait_until("every change after Redis is back counted", holds_every_change, 30)
+                checks["no answer lost after Redis is back"] = True
+            except TimeoutError:
+                checks["no answer lost after Redis is back"] = False
+            report["split_at_end"] = await split(projector)
+            report["split_answered"] = want
+            await browser.close()
+    finally:
+        room.stop()
+    report["ok"] = all(checks.values())
+    return report
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--learners", type=int, default=60)
+    p.add_argument("--replicas", type=int, default=3)
+    p.add_argument("--every", type=float, default=0.25, help="seconds between two learners' answers")
+    p.add_argument("--netns", action="store_true", help="each server on a host of its own (network namespaces; root)")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    report = asyncio.run(run(args))
+    report["load_average_1min_at_end"] = round(os.getloadavg()[0], 2)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    sys.exit(0 if report["ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()
