@@ -11,6 +11,7 @@ Needs Debian's redis-server (started on a free loopback port, nothing written to
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -53,6 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", type=int, default=300)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the medians, {backend: {operation: ms}}, here")
     args = parser.parse_args()
     binary = find_redis()
     if binary is None:
@@ -73,6 +75,8 @@ def main() -> None:
     for name, m in medians.items():
         print(f"| {name} | " + " | ".join(f"{m[k]:.3f}" for k in keys) + " |")
     print("| redis / memory | " + " | ".join(f"{medians['redis'][k] / medians['memory'][k]:.1f}" for k in keys) + " |")
+    if args.json:
+        args.json.write_text(json.dumps({"learners": args.learners, "runs": args.runs, **medians}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ import json
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 CLASSES = (40, 300, 1_000, 10_000)
 CPU_SHARE = 0.8  # of the one core a replica's scripts can use
@@ -109,23 +108,19 @@ def learner_figures(load: dict) -> dict[str, float]:
 
 
 def measure_redis(learners: int = 300, runs: int = 3) -> dict[str, float] | None:
-    """bench_poll's room against a local redis-server: ms an answer and ms a learner's refresh (medians)."""
-    import bench_poll
-    from support.redis_server import RedisServer, find_redis, free_port
+    """benchmarks/bench_poll.py's room against a local redis-server, run as load_test is: ms an answer and ms a
+    learner's refresh (medians), None without a redis-server."""
+    from support.redis_server import find_redis
 
-    from server.poll import Poll, RedisStore
-
-    binary = find_redis()
-    if binary is None:
+    if find_redis() is None:
         return None
-    redis = RedisServer(binary, free_port())
-    redis.start()
-    try:
-        poll = Poll(RedisStore(redis.url), rate=(100, 60.0))
-        results = [bench_poll.one_run(poll, learners) for _ in range(runs)]
-    finally:
-        redis.stop()
-    return {k: statistics.median(r[k] for r in results) for k in ("answer (ms)", "learner refresh (ms)")}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "poll.json"
+        cmd = [sys.executable, str(ROOT / "benchmarks/bench_poll.py"), "--learners", str(learners), "--runs", str(runs),
+               "--json", str(out)]  # fmt: skip
+        subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        medians = json.loads(out.read_text())["redis"]
+    return {k: medians[k] for k in ("answer (ms)", "learner refresh (ms)")}
 
 
 def table(learner: dict, deploy: dict, redis: dict | None, node_cpu: float, node_gib: float) -> str:
