@@ -213,7 +213,9 @@ class Learner:
     its address, and clicks an answer's button as a browser's click does (the button's trigger)."""
 
     def __init__(self, base: str, code: str) -> None:
+        self.base = base
         self.client = live_server.benchmark("load_test").WsClient(base=base, page="poll", query=f"room={code}")
+        self.reconnects = 0
         self.shown = self.look()
 
     @property
@@ -221,15 +223,41 @@ class Learner:
         return self.client.cookies.get("SRV", "?")
 
     def look(self) -> dict:
-        _, self.shown = self.client.rerun()
+        _, self.shown = self._rerun(())
         return self.shown
 
     def click(self, label: str) -> dict:
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-        state = WidgetState(id=self.shown["buttons"][label], trigger_value=True)
-        _, self.shown = self.client.rerun(states=[state])
+        def press() -> list:
+            return [WidgetState(id=self.shown["buttons"][label], trigger_value=True)]
+
+        _, self.shown = self._rerun(press)
         return self.shown
+
+    def _rerun(self, states) -> tuple[float, dict]:
+        """One run; when the websocket has closed (its replica died), the browser's reconnect first: the same
+        address (its voter token included) and cookies, which HAProxy sends to a live replica, then the run again.
+        states: the widget states, or a function that makes them from what the page shows."""
+        import websocket
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self.client.rerun(states=states() if callable(states) else states)
+            except (OSError, websocket.WebSocketException):
+                if time.monotonic() > deadline:
+                    raise
+                self.client.ws.close()
+                time.sleep(0.5)
+                try:
+                    self.client = live_server.benchmark("load_test").WsClient(
+                        base=self.base, page="poll", query=self.client.query, cookies=self.client.cookies
+                    )
+                    _, self.shown = self.client.rerun()  # the view from the address, before the move again
+                    self.reconnects += 1
+                except (OSError, websocket.WebSocketException):
+                    continue
 
 
 async def run(args: argparse.Namespace) -> dict:
@@ -359,6 +387,7 @@ async def run(args: argparse.Namespace) -> dict:
                 checks["no answer lost after Redis is back"] = True
             except TimeoutError:
                 checks["no answer lost after Redis is back"] = False
+            report["learner_reconnects"] = sum(x.reconnects for x in learners)
             report["split_at_end"] = await split(projector)
             report["split_answered"] = want
             checks["no error element on any learner's page"] = sum(errors) == 0
