@@ -31,7 +31,8 @@ from support import live_server  # noqa: E402
 from ui.pages import course  # noqa: E402
 
 APP = '[data-testid="stApp"]'
-CHARTS = '[data-testid="stMain"] .vega-embed, [data-testid="stMain"] .al-heatmap'
+# the figures; a cell question's blank grid (drawn before the reveal, gone after it) is not one
+CHARTS = '[data-testid="stMain"] .vega-embed, [data-testid="stMain"] .al-heatmap:not([data-pick="cell"])'
 KEYS_JS = "() => window.alStepKeys !== undefined && document.querySelector('.al-step-keys') !== null"
 DRAWN_JS = """(sel) => {
     const charts = [...document.querySelectorAll(sel)];
