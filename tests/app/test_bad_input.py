@@ -137,12 +137,19 @@ def _walk(node):
         yield from _walk(child)
 
 
+OWN_STYLE = re.compile(r"<style>[^<]*</style>")  # a style sheet of the app's own (st.html), never the user's text
+
+
 def markdown_bodies(at: AppTest) -> list[str]:
-    """Every Markdown text on the page (titles, captions, alerts, markdown), LaTeX left out."""
+    """Every Markdown text on the page (titles, captions, alerts, markdown), LaTeX and the app's own style sheets
+    (an element that holds a <style> and nothing else: the components' `display: none`) left out."""
     return [
         n.proto.body
         for n in _walk(at._tree)
-        if hasattr(n, "proto") and hasattr(n.proto, "body") and getattr(n, "type", "") != "latex"
+        if hasattr(n, "proto")
+        and hasattr(n.proto, "body")
+        and getattr(n, "type", "") != "latex"
+        and not OWN_STYLE.fullmatch(n.proto.body)
     ]
 
 
