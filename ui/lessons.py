@@ -154,8 +154,7 @@ def clicks(key: str, value: int, *, stage: str | None = None, slider: str | None
     way. One call a page, before the widgets that show the value."""
     data = {"step": value, "stage": stage, "slider": None if slider is None else "." + key_class(slider),
             "on_open": on_open}  # fmt: skip
-    # it draws nothing: out of the column's flow, or its place would push what follows down by a gap
-    st.html(f"<style>.{key_class('keys:' + key)} {{ display: none; }}</style>")
+    out_of_flow(f"keys:{key}")
     keys = STEP_KEYS(key=f"keys:{key}", data=data, on_move_change=ignore_event, height=0)
     move = keys.get("move") if keys is not None else None
     return 1 if move == "next" else -1 if move == "previous" else 0
@@ -164,6 +163,12 @@ def clicks(key: str, value: int, *, stage: str | None = None, slider: str | None
 def key_class(key: str) -> str:
     """The CSS class Streamlit gives the element of a widget or container with this key."""
     return "st-key-" + re.sub(r"[^a-zA-Z0-9_-]", "-", key.strip())
+
+
+def out_of_flow(key: str) -> None:
+    """Take the element with this key out of the column's flow: a component that draws nothing (height 0) still
+    has a place, and the column's gap beside it would push what follows down by 16 px. A style alone takes no room."""
+    st.html(f"<style>.{key_class(key)} {{ display: none; }}</style>")
 
 
 def clicker(name: str, last: int, *, stage: str | None = None, on_open: bool = True) -> int:

@@ -23,6 +23,7 @@ from attention import masks
 from attention.basics.config import SETTINGS
 from server.warmup import lazy
 
+from .lessons import out_of_flow
 from .markup import labels, plain
 from .state import (
     B_SIDE,
@@ -50,10 +51,6 @@ def _moved_on() -> None:
     """The user has moved on from the link's values: its warnings go."""
     st.session_state.pop("_url_warnings", None)
     st.session_state.pop("_url_ignored", None)
-
-
-# the link check draws nothing, and its element's place in the column would still push the page down by a gap
-LINK_CHECK_CSS = "<style>.st-key-al-link-check { display: none; }</style>"
 
 
 def _heard() -> None:
@@ -337,7 +334,7 @@ def show_url_warnings(prefix: str = "", **defaults: Any) -> None:
     if names:
         st.warning(f"Some link parameters were missing a valid value and were reset to defaults: {names}.")
     if not st.session_state.get("_link"):  # no parameter read: the browser says whether Streamlit dropped a link
-        st.html(LINK_CHECK_CSS)  # a style alone takes no room on the page
+        out_of_flow("al-link-check")
         check = LINK_CHECK(key="al-link-check", data=None, on_dropped_change=_heard, height=0)
         dropped_link(check.get("dropped") if check is not None else None)
     ignored = st.session_state.get("_url_ignored")
