@@ -32,6 +32,9 @@ if missing:
 
 st.subheader("Every head")
 offered = [k for k in a.scores if k not in missing]
+if len(offered) < 2:  # one token (none left once the first is out): no query has what any two scores need
+    ui.stop(f"This text is too short to score its heads: {a.tokens} token{'s' * (a.tokens != 1)} to score. Type a "
+            "longer text, or switch off “Leave the first token out”.", "info")  # fmt: skip
 if atlas.p("y") not in offered:  # induction, on a text where nothing repeats: the next score instead
     ui.put(atlas.PREFIX + "y", next(k for k in offered if k != atlas.p("x")))
 c = st.columns(3)

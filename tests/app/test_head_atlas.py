@@ -118,3 +118,13 @@ def test_the_atlas_gives_back_every_byte_it_was_admitted_for() -> None:
     at = page(atlas_model="minilm", atlas_input="text", atlas_text="A text of its own, once: the atlas reads it.")
     assert at.dataframe, "the atlas drew no table"
     assert (budget.SERVER.computing, budget.SERVER.passing) == before
+
+
+def test_a_one_token_text_with_the_first_token_left_out_says_why_and_does_not_crash() -> None:
+    """Issue 50: one token, the first left out, leaves no query to score (StopIteration picking the y axis). MiniLM
+    always reads [CLS] and [SEP] besides: SmolLM2 is the model where one word is one token."""
+    at = page(atlas_model="smollm2", atlas_input="text", atlas_text="Hello", atlas_drop_first="true")
+    assert not at.exception, at.exception
+    assert "too short" in texts(at)
+    set_widget(at, "toggle", "w:atlas_drop_first", False)  # the switch back off: still no crash
+    assert not at.exception
