@@ -19,23 +19,19 @@ used it; a held run is never evicted. Kept runs hold at most KEPT_BYTES together
 evicted least recently used first to make room, and a Play that would still not fit is refused before it is
 pressed, with a sentence beside the button. One run of their own a visitor: a second Play cancels their first if
 it still waits or trains for them alone, and a run whose visitors have all left (GRACE_S after their tab
-disconnected) is cancelled, queued or training. Before, kept runs shared 64 MB and the largest keeps 48 MB: when
-three visitors pressed Play two of the three runs were deleted as they finished, and runs of visitors who had left
-still trained.
+disconnected) is cancelled, queued or training.
 
-KEPT_BYTES is three of the largest runs (tiny.MAX_RUN_BYTES, 48 MB: 3 layers, d_model 64, 200 snapshots), so
-three visitors at the largest setting, the issue's case, each keep theirs, and any number of smaller ones share
-the rest; a fourth large one is told to wait or pick a smaller run. On the hosted copy (690 MB, 370-480 MB at rest)
-that is what is left beside one large Result; the runs no visitor holds go first when the memory budget is short
-(`_let_go`, registered with server/budget.py), and the held ones are what the visitors are looking at.
+KEPT_BYTES is three of the largest runs (tiny.MAX_RUN_BYTES, 48 MB), so three visitors at the largest setting each
+keep theirs and smaller ones share the rest; a fourth large one is told to wait or pick a smaller run. RESERVE_BYTES
+more is for small runs alone (the default setting, the course's, any as light): they are never refused for other
+visitors' large runs (issue 50), and a reserve full of small runs lets another visitor's least recently used
+finished small one go (it trains again in seconds). On the hosted copy (690 MB, 370-480 MB at rest) that is what is
+left beside one large Result; the runs no visitor holds go first when the memory budget is short (`_let_go`).
 $ATTENTION_LAB_KEPT_MB sets it.
 
 A worker warms up before its first task (`tiny.worker_init`: two throwaway steps) and the page starts the pool when
 it opens, so Play's first chunk trains at once. Training uses `tiny.AdamW`, not torch's optimizer, which imports
-torch._dynamo (about 1 s and 70 MB for good): in the server's own process (thread mode, the hosted copy) dynamo's
-~120,000 objects, imported after `ui` froze the start-up's (gc.freeze), also made every full garbage collection
-56 ms longer, and another session's rerun took twice as long (median 124 -> 249 ms during four trainings, 62 ->
-136 ms after them, at load 4.5).
+torch._dynamo (about 1 s and 70 MB for good, and slower garbage collections: benchmarks/README.md).
 
 Under a memory limit (the hosted copy has 690 MB for everything) a worker process costs too much: importing torch
 alone is about 150 MB of anonymous memory, twice that for two workers. A server whose memory is limited below
@@ -69,6 +65,10 @@ IDLE_S = 300.0  # worker processes (each imports torch: large) end after this lo
 MAX_RUNS = 32  # runs kept for the visitors
 # what the kept runs hold together: three of the largest (see above)
 KEPT_BYTES = int(float(os.environ.get("ATTENTION_LAB_KEPT_MB", 3 * tiny.MAX_RUN_BYTES / 2**20)) * 2**20)
+# room for small runs alone, beyond KEPT_BYTES: the default setting, the course's runs and any as light never wait
+# for room behind other visitors' large runs (issue 50)
+SMALL_RUN_BYTES = 2 * tiny.Settings().run_bytes  # a run at most this heavy is small (the default's is about 2 MB)
+RESERVE_BYTES = 4 * tiny.Settings().run_bytes
 HOLD_S = 1800.0  # a visitor holds their runs while their tab is open, up to this long after they last used them
 GRACE_S = 10.0  # a tab disconnected this long has left (one that reconnects sooner keeps its session id)
 SWEEP_S = 2.0  # how often the service looks for visitors who left
@@ -142,6 +142,8 @@ class Service:
         idle_s: float = IDLE_S,
         *,
         kept_bytes: int = KEPT_BYTES,
+        reserve_bytes: int = RESERVE_BYTES,
+        small_bytes: int = SMALL_RUN_BYTES,
         hold_s: float = HOLD_S,
         grace_s: float = GRACE_S,
         sweep_s: float = SWEEP_S,
@@ -151,6 +153,7 @@ class Service:
         self.processes = processes
         self.idle_s = idle_s
         self.kept_bytes = kept_bytes
+        self.reserve_bytes, self.small_bytes = reserve_bytes, small_bytes
         self.hold_s = hold_s
         self.grace_s = grace_s
         self.alive = alive
@@ -270,21 +273,50 @@ class Service:
         with self._lock:
             return self._room_locked(settings, session)
 
+    def _small(self, settings: tiny.Settings) -> bool:  # light enough for the reserve
+        return settings.run_bytes <= self.small_bytes
+
+    def _room_for(self, settings: tiny.Settings) -> tuple[int, int]:
+        """The bytes and the number of runs this setting's run may share with the kept ones: a small run may take
+        the reserve too."""
+        if self._small(settings):
+            return self.kept_bytes + self.reserve_bytes, MAX_RUNS + self.reserve_bytes // max(self.small_bytes, 1)
+        return self.kept_bytes, MAX_RUNS
+
+    def _displaceable(self, session: str | None) -> list[Job]:
+        """(Under the lock.) Finished small runs other visitors hold, least recently used first: what a small run
+        that finds even the reserve full may take the place of (it trains again in seconds)."""
+        runs = [j for j in self._jobs.values() if j.finished_training and self._small(j.settings)
+                and not self._freeable(j, session)]  # fmt: skip
+        return sorted(runs, key=lambda j: j.used)
+
     def _room_locked(self, settings: tiny.Settings, session: str | None) -> str | None:
         job = self._jobs.get(settings)
         if job is not None and job.status != "failed":
             return None
         need = settings.run_bytes
         smaller = "fewer steps, a snapshot every more steps, or a smaller model"
-        if need > self.kept_bytes:
+        room, count = self._room_for(settings)
+        if need > room:
             return (
-                f"This run would keep {_mb(need)} of weights, more than the {_mb(self.kept_bytes)} this server keeps "
+                f"This run would keep {_mb(need)} of weights, more than the {_mb(room)} this server keeps "
                 f"for all its visitors' runs: pick {smaller}."
             )
         held = [j for j in self._jobs.values() if not self._freeable(j, session)]
         taken = sum(j.settings.run_bytes for j in held)
-        if taken + need <= self.kept_bytes and len(held) < MAX_RUNS:
+        if taken + need <= room and len(held) < count:
             return None
+        if self._small(settings):
+            n = len(held)
+            for j in self._displaceable(session):  # a finished small run of another visitor makes way
+                taken, n = taken - j.settings.run_bytes, n - 1
+                if taken + need <= room and n < count:
+                    return None
+            return (
+                f"Every visitor's runs, trained or training while they watch, hold {_mb(taken)} of the "
+                f"{_mb(room)} this server keeps, and the runs training now are not stopped for another: this run "
+                "starts as soon as one of them finishes, in a minute or so."
+            )
         return (
             f"This run would keep {_mb(need)} of weights, and other visitors' runs, trained or training while they "
             f"watch, hold {_mb(taken)} of the {_mb(self.kept_bytes)} this server keeps: Play is back when one of "
@@ -309,7 +341,7 @@ class Service:
             else:
                 job.used = time.monotonic()
             if new:
-                self._evict(settings.run_bytes)
+                self._evict(settings.run_bytes, settings, session)
                 self._jobs[settings] = job
             else:
                 self._jobs.move_to_end(settings)
@@ -357,17 +389,23 @@ class Service:
         with self._lock:
             return sum(j.settings.run_bytes for j in self._jobs.values())
 
-    def _evict(self, need: int = 0) -> None:
+    def _evict(self, need: int = 0, settings: tiny.Settings | None = None, session: str | None = None) -> None:
         """(Under the lock.) Finished runs that no visitor holds go, the least recently used first, until the kept
-        ones and `need` fit MAX_RUNS and kept_bytes. A held run stays: its visitor is watching it."""
+        ones and `need` (of `settings`, started by `session`) fit MAX_RUNS and kept_bytes (a small run: the reserve
+        too). A held run stays: its visitor is watching it; unless a small run needs its place and it is a finished
+        small one (`_displaceable`)."""
+        room, most = self._room_for(settings) if settings is not None else (self.kept_bytes, MAX_RUNS)
         total = sum(j.settings.run_bytes for j in self._jobs.values()) + need
         count = len(self._jobs) + (need > 0)
         spare = sorted((j for j in self._jobs.values() if j.finished_training and not self._holders(j)),
                        key=lambda j: j.used)  # fmt: skip
+        if settings is not None and self._small(settings):
+            spare += [j for j in self._displaceable(session) if j not in spare]
         for job in spare:
-            if count <= MAX_RUNS and total <= self.kept_bytes:
+            if count <= most and total <= room:
                 break
-            del self._jobs[job.settings]
+            if self._jobs.get(job.settings) is job:
+                del self._jobs[job.settings]
             total, count = total - job.settings.run_bytes, count - 1
 
     def let_go(self) -> None:

@@ -62,6 +62,7 @@ def service(monkeypatch: pytest.MonkeyPatch, tabs: Tabs) -> Iterator[pool.Servic
     largest (a run of 50 steps trains in a second here; the largest take minutes)."""
     s = pool.Service(processes=False, grace_s=0.0, sweep_s=3600.0, alive=lambda sid: sid in tabs.open)
     s.kept_bytes = 3 * settings(0).run_bytes
+    s.small_bytes = 0  # these runs stand for the largest: none takes the small runs' reserve
     monkeypatch.setattr(training, "service", lambda: s)
     yield s
     s.shutdown()
@@ -139,3 +140,28 @@ def test_a_visitor_has_one_queued_run_and_a_leaver_s_queued_run_is_cancelled(
     tabs.rerun("a", first)
     assert any(s.value.startswith("Trained: 50 steps") for s in first.success)
     assert 1 in trained and not {4, 5} & set(trained), "a cancelled run trained"  # (0: the warm-up's steps)
+
+
+def test_the_small_runs_reserve_keeps_play_on_beside_three_tabs_holding_the_room(
+    service: pool.Service, tabs: Tabs
+) -> None:
+    """Issue 50: three tabs holding the largest runs turned Play off for everyone, the default setting included.
+    Here runs of 2 snapshots stand for the largest and one of 1 snapshot for the default: it is small, and its Play
+    stays on while the three hold every byte of the room."""
+    small = tiny.Settings(steps=50, every=50, seed=7)
+    service.small_bytes = service.reserve_bytes = small.run_bytes
+    pages = {name: tabs.visit(name, seed) for name, seed in (("a", 1), ("b", 2), ("c", 3))}
+    for name, at in pages.items():
+        tabs.press(name, at)
+    for seed in (1, 2, 3):
+        wait(service.get(settings(seed)))
+    large = tabs.visit("d", 4)  # a fourth large one is still told to wait
+    assert large.button(key="tr:play").disabled
+    tabs.who = "e"
+    tabs.open.add("e")
+    page = open_page("watch_it_learn", train_seed="7", train_steps="50", train_every="50")
+    assert not page.button(key="tr:play").disabled and not page.warning, said(page)
+    tabs.press("e", page)
+    wait(service.get(small))
+    assert service.get(small).status == "done"
+    assert [j.settings.seed for j in service.kept()] == [1, 2, 3, 7]

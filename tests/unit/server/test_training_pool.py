@@ -259,3 +259,58 @@ def test_the_budget_being_short_lets_go_of_unheld_runs_and_the_scrub_cache(
     service.scrub.get("k", lambda: bytearray(10), "a", nbytes=len)
     pool._let_go()  # what server/budget.py calls when a large run does not fit
     assert [j.settings.seed for j in service.kept()] == [1] and len(service.scrub) == 0
+
+
+def test_three_tabs_at_the_largest_setting_never_turn_the_default_run_off(
+    service: pool.Service, visitors: Visitors
+) -> None:
+    """Issue 50: three visitors holding the largest kept runs filled the room, and Play was off for everyone for
+    up to 30 minutes, the default setting and the course's lesson 12 included. Small runs have a reserve."""
+    from attention.lessons.course.models import lesson_settings
+
+    service.kept_bytes = 3 * LARGE.run_bytes  # full to the byte with the three largest
+    visitors.come("a", "b", "c", "d", "e")
+    for i, name in enumerate("abc"):
+        wait(service.start(LARGE.replace(seed=i), name))
+    assert service.room(LARGE.replace(seed=9), "d") is not None  # a fourth large one still waits, and is told so
+    for small in (tiny.Settings(), lesson_settings({"train_seed": 3})):
+        assert service.room(small, "d") is None, small
+    default = service.start(tiny.Settings(), "d")
+    lesson = service.start(lesson_settings({"train_seed": 3}), "e")
+    wait(default)
+    wait(lesson)
+    assert all(service.get(LARGE.replace(seed=i)) is not None for i in range(3))  # the large ones stay theirs
+
+
+def test_a_reserve_full_of_small_runs_lets_the_oldest_finished_one_go(
+    service: pool.Service, visitors: Visitors
+) -> None:
+    service.kept_bytes = 3 * LARGE.run_bytes
+    service.reserve_bytes = 2 * SMALL.run_bytes
+    visitors.come("a", "b", "c", "s", "t", "u")
+    for i, name in enumerate("abc"):
+        wait(service.start(LARGE.replace(seed=i), name))
+    first = service.start(SMALL.replace(seed=1), "s")
+    wait(first)
+    second = service.start(SMALL.replace(seed=2), "t")
+    wait(second)
+    second.used = time.monotonic()
+    first.used = second.used - 10  # s looked at theirs longest ago
+    assert service.room(SMALL.replace(seed=3), "u") is None
+    wait(service.start(SMALL.replace(seed=3), "u"))
+    assert service.get(SMALL.replace(seed=1)) is None and service.get(SMALL.replace(seed=2)) is second
+    assert all(service.get(LARGE.replace(seed=i)) is not None for i in range(3))
+
+
+def test_a_small_run_that_finds_even_the_reserve_training_is_told_to_wait_not_to_change_it(
+    service: pool.Service, visitors: Visitors, trainer: FakeTrainer
+) -> None:
+    """The course's lesson 12 cannot change its run's size: a refusal there names no setting to change."""
+    service.kept_bytes = 0
+    service.reserve_bytes = SMALL.run_bytes
+    visitors.come("a", "b")
+    trainer.hold(1)
+    service.start(SMALL.replace(seed=1), "a")
+    said = service.room(SMALL.replace(seed=2), "b")
+    assert said is not None and "starts as soon as one of them finishes" in said
+    assert "smaller" not in said and "fewer steps" not in said
