@@ -6,7 +6,7 @@ process (Community Cloud gives the whole app 690 MB), so these are process-wide,
     server/warmup.py    heavy modules imported at first use, and warmed in a background thread
     server/training.py  Watch it learn's training pool: runs trained in worker processes or threads, queued, kept
                         for their visitors (server/sessions.py: who is still there; server/scrub.py: the timeline's
-                        cache inside the budget)
+                        cache inside the budget; server/jobs.py: a run as the pages see it)
     server/poll/        the class poll's rooms, in this process or in Redis (ATTENTION_LAB_REDIS_URL) for replicas
     server/shared.py    values made once per key across the server and kept within a byte capacity (the real
                         models' runs, the head atlases)

@@ -50,7 +50,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
@@ -58,6 +57,8 @@ import streamlit as st
 from attention.models import tiny
 
 from . import budget, sessions
+from .jobs import Job as Job  # re-exported: callers write training.Job, training.NoRoom
+from .jobs import NoRoom as NoRoom
 from .scrub import ScrubCache
 
 WORKERS = 2  # settings trained at once, server-wide (the others queue)
@@ -77,48 +78,6 @@ THREAD_PAUSE_S = 0.002  # a training thread's pause between snapshots: other ses
 FIRST_PAUSE_S = 0.3  # and after a run's first chunk: the page that pressed Play draws it with the GIL to itself
 FIRST_CHUNK = 1  # snapshots in the first chunk: the curve starts moving as soon as the first one lands
 CHUNK = 4  # snapshots a chunk after that (fewer round trips)
-
-
-# a run as every page sees it --------------------------------------------------------------------------------
-
-
-class NoRoom(ValueError):
-    """A run the pool cannot keep now: its message is the page's sentence (what holds the room, and what fits)."""
-
-
-@dataclass(eq=False)
-class Job:
-    """One setting's training: its snapshots so far (appended as chunks land), and where it stands."""
-
-    settings: tiny.Settings
-    number: int  # order of arrival: the queue is served in this order
-    status: str = "queued"  # queued | training | done | stopped | failed | cancelled
-    message: str | None = None  # why it stopped (a NaN loss), failed or was cancelled
-    snapshots: list[tiny.Snapshot] = field(default_factory=list)
-    started: float | None = None
-    finished: float | None = None
-    created: float = field(default_factory=time.perf_counter)
-    used: float = field(default_factory=time.monotonic)  # when a visitor last played it or looked at it
-    anonymous: bool = False  # started outside any page (a test, a script): no visitor to wait for, never cancelled
-    changed: threading.Condition = field(default_factory=threading.Condition, repr=False)  # a chunk landed, or the end
-
-    def wait(self, snapshots: int, timeout: float) -> None:
-        """Until the run has this many snapshots or has finished training, at most `timeout` seconds."""
-        with self.changed:
-            self.changed.wait_for(lambda: len(self.snapshots) >= snapshots or self.finished_training, timeout)
-
-    @property
-    def finished_training(self) -> bool:
-        return self.status in ("done", "stopped", "failed", "cancelled")
-
-    @property
-    def run(self) -> tiny.Run:
-        """The run so far (a copy of the list: a chunk may land while a page draws)."""
-        return tiny.Run(self.settings, tuple(self.snapshots), self.message if self.status == "stopped" else None)
-
-    @property
-    def step(self) -> int:
-        return self.snapshots[-1].step if self.snapshots else 0
 
 
 def _mb(n: int) -> str:
