@@ -108,11 +108,12 @@ VIEW: dict[str, Param] = {
     **kv_memory.SETTINGS,  # the KV cache page's, declared with the models it sizes
     **interpret.SETTINGS,  # the head gallery's, declared with the behaviours it scores
     # The class poll (pages/poll.py, pages/poll_room.py; server/poll): a learner's link is ?room=CODE, to which the
-    # page adds the browser's anonymous token (voter), so that a reload keeps its one answer; the projector's own
-    # address carries the instructor's key (host), which asks, reveals and downloads.
+    # page adds the browser's anonymous token (voter), so that a reload keeps its one answer; the
+    # instructor's key (host) is never written to an address (issue 50: a lesson's link is shared): it is read once
+    # from a link that has it, then kept in the session and the instructor's own browser (ui/pages/poll.py).
     "room": Param("text", "Room code", "The code on the projector: five letters and digits.", default=""),
     "voter": Param("text", "Poll token", "This browser's anonymous token: one answer per browser.", default=""),
-    "host": Param("text", "Instructor's key", "Kept in the projector's address: it asks, reveals and downloads.",
+    "host": Param("text", "Instructor's key", "Asks, reveals and downloads; read from a link, never written to one.",
                   default=""),
     "lesson": Param("choice", "Lesson", "The course's lesson shown (map: the course's map).", default="map",
                     choices=("map", *course.QUESTIONS)),
@@ -349,7 +350,7 @@ LONG_PARAMS = {"sentence": "the sentence", "cross_sentence": "the key/value sent
 
 # Never in a link: presenter mode is the presenter's screen, not the view (a student who opens the presenter's link
 # gets the ordinary page); `?present=true` still opens it.
-LINK_SKIP = frozenset({"present"})
+LINK_SKIP = frozenset({"present", "host"})  # host: the instructor's key (see "host" above)
 
 
 def _page_reads(final: bool) -> set[str]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -45,8 +46,10 @@ def test_a_room_asks_counts_without_marking_and_reveals_to_everyone(replicas) ->
     projector = app("poll_room")
     projector.button(key="poll:open").click().run()
     ok(projector)
-    code, key = projector.session_state["p:room"], projector.session_state["p:host"]
+    code = projector.session_state["p:room"]
+    key = projector.session_state["poll:keys"][code]
     assert server.poll.shared().is_host(code, key)
+    assert projector.query_params["room"] == code and "host" not in projector.query_params  # issue 50: no key
     assert f"poll?room={code}" in texts(projector)
     projector.selectbox(key="poll:pick").set_value("demo.rows")
     projector.button(key="poll:ask").click().run()
@@ -229,3 +232,80 @@ def test_a_hosting_tab_asks_lesson_12_once_its_run_is_trained(monkeypatch) -> No
     q = course.QUESTIONS["watch_it_learn"]
     inputs = course.inputs_for(q, {"train_seed": 31})
     assert float(poll.room(code).question.answer) == float(q.answer(inputs).value)
+
+
+def test_a_number_answer_survives_the_pages_refresh_changes_and_is_marked(monkeypatch) -> None:
+    """Issue 48: a course's number question (whole bounds, a float answer) answered on a phone, then the page runs
+    again (its refresh), changed, and revealed: no error at any step."""
+    from attention.lessons import course
+
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+    code, key = poll.open()
+    from ui.pages.poll import from_course
+
+    number = course.QUESTIONS["masks"]
+    asked = from_course(number, course.inputs_for(number, {}))
+    assert isinstance(asked.lo, int | float) and asked.kind == "number"
+    poll.ask(code, key, asked)
+    phone = app("poll", room=code)
+    phone.number_input(key=f"poll:{asked.id}:number").set_value(float(asked.answer) + 1)
+    phone.button(key=f"FormSubmitter:poll:{asked.id}:form-Send").click().run()
+    ok(phone)
+    for _ in range(3):  # the refresh: the page runs again with the answer as the box's value
+        phone.run()
+        ok(phone)
+    assert f"Your answer: **{float(asked.answer) + 1:g}**" in texts(phone)
+    phone.number_input(key=f"poll:{asked.id}:number").set_value(float(asked.answer))
+    phone.button(key=f"FormSubmitter:poll:{asked.id}:form-Send").click().run()
+    ok(phone)
+    assert f"Your answer: **{float(asked.answer):g}**" in texts(phone)
+    poll.reveal(code, key)
+    phone.run()
+    ok(phone)
+    assert "right." in texts(phone)
+
+
+def test_the_courses_reveal_is_the_rooms_and_no_lesson_link_carries_the_key(monkeypatch) -> None:
+    """Issues 48 and 50: a tab that hosts a room shows each lesson's count and split (unmarked) before the reveal;
+    its reveal reveals the room (every phone is told right or not), and the export has each question revealed with
+    its counts. The key, read from the link once, is in no address the course writes; a link with only the room's
+    code gives no host's rights."""
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+    code, key = poll.open()
+    from attention.lessons import course
+
+    lesson = next(i for i, q in course.QUESTIONS.items() if q.kind == "choice")
+    at = app("course", room=code, host=key, present="true", lesson=lesson)
+    assert "host" not in at.query_params and at.query_params["room"] == code
+    asked = poll.room(code).question
+    assert asked is not None and asked.id.startswith("course.")
+    phones = [app("poll", room=code) for _ in range(3)]
+    for phone, pick in zip(phones, (0, 1, 1), strict=True):
+        phone.button(key=f"poll:{asked.id}:{pick}").click().run()
+        ok(phone)
+    at.run()
+    assert f"The room ({code}): 3 answered" in texts(at)
+    assert not any(b.startswith("✓") for b in bars(at))  # no mark before the reveal
+    assert not poll.room(code).revealed
+    at.button(key="co:reveal").click().run()
+    ok(at)
+    assert poll.room(code).revealed
+    assert any(b.startswith("✓") for b in bars(at)) and "right (" in texts(at)
+    for phone, pick in zip(phones, (0, 1, 1), strict=True):
+        phone.run()
+        ok(phone)
+        verdict = "right." if asked.is_right(str(pick)) else "not this time."
+        assert verdict in texts(phone)
+    assert "host" not in at.query_params
+    exported = json.loads(poll.export(code, key))
+    (item,) = exported["questions"]
+    assert item["id"] == asked.id and item["revealed"] and item["answered"] == 3
+
+    leaked = app("course", room=code, lesson=asked.id.removeprefix("course."))  # the link, on another device
+    ok(leaked)
+    assert "The room (" not in texts(leaked)
+    learner_room = app("poll_room", room=code)
+    ok(learner_room)
+    assert "poll:reveal" not in [b.key for b in learner_room.button] and not learner_room.get("download_button")

@@ -1,16 +1,18 @@
 """The class poll's two views: a learner's (the current question and its answer buttons, on a phone) and the
 projector's (the room's code and link, how many answered and how the answers split, Reveal, the download).
 
-What belongs here: drawing the poll and the session's part in it (its room, its browser token, its instructor's
-key, all parameters in `ui.state`). The rooms themselves are `server.poll`'s, shared by every session (in Redis
-behind the room's proxy). Questions are plain data (`server.poll.Question`); until the course pushes its own
-(`push`), the projector offers `demo_questions()`, whose answers the package computes.
+What belongs here: drawing the poll and the session's part in it (its room and its browser token, parameters in
+`ui.state`; its instructor's key, kept in the session and the instructor's own browser, never in an address).
+The rooms themselves are `server.poll`'s, shared by every session (in Redis behind the room's proxy). Questions are
+plain data (`server.poll.Question`); until the course pushes its own (`push`), the projector offers
+`demo_questions()`, whose answers the package computes.
 """
 
 from __future__ import annotations
 
 import functools
-import urllib.parse
+import json
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,16 +23,22 @@ from attention.lessons import course
 from server import poll as rooms
 from server.poll import PollError, Question, Unavailable
 
-from .. import qr
+from .. import join, qr
+from ..lessons import out_of_flow
 from ..markup import plain
 from ..state import get, put
 
 PAUSED = "The poll is paused: its storage is not answering. It resumes by itself; answers given now are not counted."
-LEARNER_EVERY_S = 3  # how often a learner's view looks for the instructor's next question or the reveal
+# how often a learner's view looks for the instructor's next question or the reveal (LAB_POLL_REFRESH_S: tests run
+# it faster, so that a minute holds many refreshes)
+LEARNER_EVERY_S = max(0.5, float(os.environ.get("LAB_POLL_REFRESH_S", "") or 3))
 # how often the projector redraws the count and the split: a room sees its answer counted within a second (issue
 # 35: p95 <= 1 s), half of it this wait (benchmarks/poll_room.py); one read of the room a tick, for one tab a room
 PROJECTOR_EVERY_S = 0.5
 MOST_ROWS = 24  # values the split lists (a number question's answers can be many)
+COURSE_ROWS = 6  # values the course's lesson screen lists beside its question (the most given, in order)
+KEYS = "poll:keys"  # session: room code -> the instructor's key
+COOKIE = "lab_host_"  # + the room's code: the key in the instructor's own browser, so that a reload keeps the room
 
 
 @functools.lru_cache(maxsize=1)
@@ -111,11 +119,8 @@ def _guard(draw: Callable[[], Any]) -> Any:
 
 
 def join_link(code: str) -> str:
-    """The learners' link: this server's address (as the browser sees it) with /poll?room=CODE."""
-    here = urllib.parse.urlsplit(st.context.url or "")
-    base = f"{here.scheme}://{here.netloc}" if here.netloc else ""
-    path = here.path.rsplit("/", 1)[0] if here.path else ""
-    return f"{base}{path}/poll?room={code}"
+    """The learners' link: the address phones can open (`ui.join`) with /poll?room=CODE."""
+    return join.find(st.context.url).link(code)
 
 
 # --------------------------------------------------------------------------- a learner
@@ -191,8 +196,12 @@ def _learner_question(code: str, browser: str) -> None:
     else:
         with st.form(f"poll:{q.id}:form", border=False):
             if q.kind == "number":
-                value = st.number_input("Your answer", value=float(mine) if mine else None, min_value=q.lo,
-                                        max_value=q.hi, key=f"poll:{q.id}:number")  # fmt: skip
+                # every number a float (a course's range may be whole numbers, the answer not: Streamlit refuses
+                # an int bound beside a float value); whole bounds step by one, and %g shows what was typed
+                whole = float(q.lo).is_integer() and float(q.hi).is_integer()
+                value = st.number_input("Your answer", value=float(mine) if mine else None, min_value=float(q.lo),
+                                        max_value=float(q.hi), step=1.0 if whole else None, format="%g",
+                                        key=f"poll:{q.id}:number")  # fmt: skip
             else:
                 row, col = (int(x) for x in mine.split(",")) if mine else (0, 0)
                 r = st.selectbox("Row (query)", range(len(q.rows)), row, format_func=q.rows.__getitem__)
@@ -218,15 +227,21 @@ def _revealed(tally: rooms.Tally, mine: str | None) -> None:
     _split(tally)
 
 
-def _split(tally: rooms.Tally) -> None:
-    """How the answers split: one bar a value (every choice, even unchosen), the right one marked once revealed."""
+def _split(tally: rooms.Tally, most: int = MOST_ROWS, across: int = 1) -> None:
+    """How the answers split: one bar a value (every choice, even unchosen), the right one marked once revealed;
+    past `most` values, the most given (and the right one), in order; `across` bars a row."""
     total = max(tally.answered, 1)
     rows = tally.rows()
-    for value, label, n in rows[:MOST_ROWS]:
+    shown = rows
+    if len(rows) > most:
+        keep = sorted(rows, key=lambda r: (not (tally.revealed and tally.question.is_right(r[0])), -r[2]))[:most]
+        shown = [r for r in rows if r in keep]
+    cells = st.columns(across) if across > 1 else [st]
+    for k, (value, label, n) in enumerate(shown):
         mark = "✓ " if tally.revealed and tally.question.is_right(value) else ""
-        st.progress(n / total, text=f"{mark}{plain(label)}: {n} ({100 * n / total:.0f} %)")
-    if len(rows) > MOST_ROWS:
-        st.caption(f"… and {len(rows) - MOST_ROWS} more values (all of them in the download).")
+        cells[k % across].progress(n / total, text=f"{mark}{plain(label)}: {n} ({100 * n / total:.0f} %)")
+    if len(rows) > most:
+        st.caption(f"… and {len(rows) - most} more values (all of them in the download).")
 
 
 # --------------------------------------------------------------------------- the projector
@@ -242,16 +257,49 @@ def _open() -> None:
         st.session_state["poll:said"] = PAUSED
         return
     put("room", code)
-    put("host", key)
+    put("host", "")  # a key an older link brought belongs to another room
+    st.session_state.setdefault(KEYS, {})[code] = key
+
+
+def _key(code: str) -> str:
+    """The instructor's key for room `code` that this session holds: from a link that carried one (read, never
+    written back: `ui.state.LINK_SKIP`), from this session, or from the instructor's browser after a reload."""
+    keys = st.session_state.setdefault(KEYS, {})
+    linked = get("host")
+    if linked:
+        keys[code] = linked
+    if code not in keys:
+        kept = (st.context.cookies or {}).get(COOKIE + code)
+        if kept:
+            keys[code] = kept
+    return keys.get(code, "")
+
+
+def _remember(code: str, key: str) -> None:
+    """Keep the key in the instructor's own browser (a cookie for this site, for as long as a room lives), once a
+    session: the projector's reload, or the course in another tab, finds the room's controls without an address
+    that carries the key. A learner's phone has no such cookie; a leaked link gives learner rights at most."""
+    done = st.session_state.setdefault("poll:remembered", set())
+    if code in done:
+        return
+    done.add(code)
+    cookie = json.dumps(f"{COOKIE}{code}={key}; path=/; max-age={rooms.IDLE_S}; SameSite=Strict")
+    with st.container(key="poll-remember"):
+        out_of_flow("poll-remember")
+        st.html(f"<script>document.cookie = {cookie} + (location.protocol === 'https:' ? '; Secure' : '');</script>",
+                unsafe_allow_javascript=True)  # fmt: skip
 
 
 def hosting() -> tuple[str, str] | None:
-    """This session's room and key when it is the room's instructor (the projector's view has opened it)."""
-    code, key = get("room"), get("host")
-    if not (code and key):
+    """This session's room and key when it is the room's instructor (the projector's view opened it, here or in
+    this browser)."""
+    code = get("room")
+    if not code:
         return None
     try:
-        return (rooms.normal_code(code), key) if rooms.shared().is_host(code, key) else None
+        code = rooms.normal_code(code)
+        key = _key(code)
+        return (code, key) if key and rooms.shared().is_host(code, key) else None
     except (PollError, Unavailable):
         return None
 
@@ -285,12 +333,24 @@ def projector(questions: Sequence[Question] | None = None) -> None:
         )
         return
     code, key = held
-    link = join_link(code)
-    code_box, words = st.columns([1, 2], vertical_alignment="center")
-    code_box.image(qr.svg(link, module_px=8), caption="Scan to join")  # made here: no network needed
-    words.markdown(f"### Join: `{link}`")
-    words.markdown(f"# Room code {code}")
-    words.caption("Or open the Class poll page and type the code.")
+    _remember(code, key)
+    where = join.find(st.context.url)
+    link = where.link(code)
+    if where.how == "local":
+        st.warning(plain(where.advice), icon=":material/wifi_off:")
+    # a projector's first screen (1024 x 768, presenter mode too): the code and the QR code on the left, the question
+    # and its live split on the right, side by side
+    joining, asking = st.columns([2, 3], gap="medium")
+    joining.markdown(f"## Room code {code}")
+    joining.image(qr.svg(link, module_px=6), caption="Scan to join", width=220)  # made here: no network needed
+    joining.markdown(f"Join: `{link}`")
+    joining.caption("Or open the Class poll page and type the code." + (f" {plain(where.advice)}" if where.how ==
+                    "network" else ""))  # fmt: skip
+    with asking:
+        _asking(code, key, questions)
+
+
+def _asking(code: str, key: str, questions: Sequence[Question] | None) -> None:
     if questions is None:  # the demo's questions, then the course's at each lesson's own inputs
         texts = {q.id: q.text for q in demo_questions()}  # a quick first question, then the lessons'
         texts.update({i: f"Lesson: {q.prompt(course.inputs_for(q, {}))}" for i, q in course_questions().items()})
@@ -302,11 +362,12 @@ def projector(questions: Sequence[Question] | None = None) -> None:
     picked = row.selectbox("Question", list(texts), format_func=lambda i: texts[i], key="poll:pick")
     if row.button("Ask", key="poll:ask", icon=":material/campaign:"):
         _guard(lambda: rooms.shared().ask(code, key, make(picked)))
-    st.caption(
-        "Or step through the course in presenter mode from this tab: each lesson's question is asked here as you "
-        "reach it, on the numbers the projector shows."
-    )
     _projector_live(code, key)
+    st.caption(
+        "Or step through the course in presenter mode from this tab (or another tab of this browser): each "
+        "lesson's question is asked here as you reach it, and PageDown's reveal reaches every phone."
+    )
+    st.page_link("pages/course.py", label="The course, with this room", icon=":material/school:")
 
 
 @st.fragment(run_every=PROJECTOR_EVERY_S)
@@ -331,7 +392,7 @@ def _projector_split(code: str, key: str) -> None:
         st.info("No question asked yet: choose one and press Ask.")
         return
     tally = poll.tally(code, q, room.revealed)
-    st.markdown(f"### {plain(q.text)}")
+    st.markdown(f"#### {plain(q.text)}")
     st.metric("Answered", tally.answered)
     if room.revealed and q.answer is not None:
         st.success(f"The answer: **{plain(q.label(q.answer))}**")
@@ -343,3 +404,46 @@ def _projector_split(code: str, key: str) -> None:
     for fmt, mime in (("csv", "text/csv"), ("json", "application/json")):
         buttons.download_button(f"Counts ({fmt.upper()})", poll.export(code, key, fmt), f"poll-{code}.{fmt}", mime,
                                 key=f"poll:dl:{fmt}", on_click="ignore")  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the course's lesson, in a hosted room
+
+
+def course_room(held: tuple[str, str], qid: str, shown: bool) -> None:
+    """On a lesson's screen in a tab that hosts a room: how many answered and, before the reveal, how the room split
+    (no mark), redrawn live; once the lesson shows its answer (PageDown, a button), the room's question `qid` is
+    revealed too, so every phone says whether its answer was right, and the split is marked."""
+    code, key = held
+    _remember(code, key)
+    if shown:
+        _guard(lambda: _reveal_asked(code, key, qid))
+    _course_live(code, qid)
+
+
+def _reveal_asked(code: str, key: str, qid: str) -> None:
+    room = rooms.shared().room(code)
+    if room.question is not None and room.question.id == qid and not room.revealed:
+        rooms.shared().reveal(code, key)
+
+
+@st.fragment(run_every=PROJECTOR_EVERY_S)
+def _course_live(code: str, qid: str) -> None:
+    _guard(lambda: _course_split(code, qid))
+
+
+def _course_split(code: str, qid: str) -> None:
+    poll = rooms.shared()
+    room = poll.room(code)
+    q = room.question
+    if q is None or q.id != qid:
+        st.caption(f"Room {code}: its question comes with this lesson's.")
+        return
+    tally = poll.tally(code, q, room.revealed)
+    words = f"**The room ({code}): {tally.answered} answered**"
+    if room.revealed and q.answer is not None and tally.answered:
+        right = sum(n for v, _, n in tally.rows() if q.is_right(v))
+        words += f" · {right} right ({100 * right / tally.answered:.0f} %)"
+    elif not room.revealed:
+        words += f" · join at `{join_link(code)}`"
+    st.markdown(words)
+    _split(tally, most=COURSE_ROWS, across=3)
