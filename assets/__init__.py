@@ -29,3 +29,7 @@ FIGURES = st.components.v2.component("attention_lab.figures", js=_FONTS_JS + _re
 STEP_KEYS = st.components.v2.component("attention_lab.step_keys", js=_read("step_keys.js"), isolate_styles=False)
 # a link Streamlit drops whole, which only the browser can see (see there and ui.state.dropped_link)
 LINK_CHECK = st.components.v2.component("attention_lab.link_check", js=_read("link_check.js"), isolate_styles=False)
+# fixes to Streamlit's own markup (its navigation's lists, unnamed icons): dashboard.py shows it on every page
+A11Y = st.components.v2.component(
+    "attention_lab.a11y", js=_read("a11y.js"), css=_read("a11y.css"), isolate_styles=False
+)
