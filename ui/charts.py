@@ -6,7 +6,9 @@ each run. All of them go through `chart`, which writes the URL first (see its do
 
 from __future__ import annotations
 
+import copy
 import functools
+import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +28,9 @@ pd = lazy("pandas")
 MIN_PLOT_HEIGHT = 100  # px: a plot lower than this reads as a flat strip (issue 32)
 
 
-def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: Any = None, **kw: Any) -> Any:
+def chart(
+    frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: Any = None, table: Any = None, **kw: Any
+) -> Any:
     """Every chart of the app goes through here: st.vega_lite_chart, with the URL brought up to date first.
 
     height: the plot's height in px, the data rectangle inside the axes (at least MIN_PLOT_HEIGHT). The plot is as
@@ -40,10 +44,73 @@ def chart(frame: pd.DataFrame, spec: dict, *, height: int, key: str, container: 
     reference as another document's and the legend's colour bar vanishes. So the URL is written before the
     run's first chart (and again after a parameter changes mid-run), and the address each chart is drawn
     under is the one it keeps.
+
+    Under the chart, a closed "Table" with the same numbers (`data_table`): `frame`, or `table` where the frame's
+    columns are not what a reader should see (indices, flags).
     """
     url_before_figure()
-    spec = {**spec, "height": max(int(height), MIN_PLOT_HEIGHT), "autosize": {"type": "fit-x", "contains": "padding"}}
-    return (container or st).vega_lite_chart(frame, spec, width="stretch", height="content", key=key, **kw)
+    name = chart_title(spec)
+    spec = {**spec, "height": max(int(height), MIN_PLOT_HEIGHT), "autosize": {"type": "fit-x", "contains": "padding"},
+            # a screen reader meets the chart by its name and finds its numbers in the table under it
+            "description": f"{name}: chart. Its numbers are in the table below it."}  # fmt: skip
+    spec = described(spec, name)
+    parent = container or st
+    event = parent.vega_lite_chart(frame, spec, width="stretch", height="content", key=key, **kw)
+    if frame is not None:
+        parent.html(data_table(frame if table is None else table, name))
+    return event
+
+
+def described(spec: dict, name: str) -> dict:
+    """The spec with a description on every mark that has none (a copy; the cached spec is left as it was): Vega
+    draws each mark's group as an SVG image named by its description, and a mark Vega-Lite cannot describe itself
+    (a rule at a datum) was an image without a text alternative (WCAG 1.1.1; axe's svg-img-alt)."""
+    out = dict(spec)
+    mark = out.get("mark")
+    if isinstance(mark, str):
+        mark = {"type": mark}
+    if isinstance(mark, dict) and "description" not in mark:
+        out["mark"] = {**mark, "description": f"{name}: {mark.get('type', 'mark')} marks"}
+    for part in ("layer", "concat", "hconcat", "vconcat"):
+        if isinstance(out.get(part), list):
+            out[part] = [described(s, name) for s in out[part]]
+    return out
+
+
+def chart_title(spec: dict) -> str:
+    """A spec's title as text ('chart' when it has none)."""
+    title = spec.get("title")
+    if isinstance(title, dict):
+        title = title.get("text")
+    if isinstance(title, list):
+        title = " ".join(map(str, title))
+    return str(title) if title else "chart"
+
+
+TABLE_ROWS = 200  # a chart's table shows its first rows (its numbers are also in the page's CSV downloads)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "" if np.isnan(value) else f"{float(value):.4g}".replace("-", "−")
+    return html.escape(str(value))
+
+
+def data_table(frame: pd.DataFrame, title: str) -> str:
+    """The numbers of a chart as an HTML table in a closed <details> (WCAG 1.1.1: a text alternative of the same
+    numbers): its first column's values head the rows, the column names head the columns, so a screen reader reads
+    a row with its names. Everything is escaped: labels are the user's text."""
+    head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in frame.columns)
+    rows = []
+    for record in frame.head(TABLE_ROWS).itertuples(index=False):
+        first, *rest = record
+        rows.append(
+            f'<tr><th scope="row">{_cell(first)}</th>' + "".join(f"<td>{_cell(v)}</td>" for v in rest) + "</tr>"
+        )
+    more = (f"<p>The first {TABLE_ROWS} of {len(frame)} rows.</p>" if len(frame) > TABLE_ROWS else "")  # fmt: skip
+    name = html.escape(title)
+    return (f'<details class="al-data-table"><summary>Table: {name}</summary>{more}<table><caption>{name}</caption>'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></details>")  # fmt: skip
 
 
 def chart_row(n: int, *, key: str, min_width: int = 320, container: Any = None) -> list[Any]:
@@ -153,12 +220,19 @@ def _bars_spec(title: str, height: int, colour: str = "#31333f") -> dict:
     return spec
 
 
+BAR_ROW_MIN = 14  # px: a row thinner than this has no room for its number, and only some rows keep their label
+
+
 def bars(values: torch.Tensor, rows: Sequence[str], *, title: str, key: str, blocked: torch.Tensor | None = None,
-         container: Any = None, height: int | None = None) -> None:  # fmt: skip
+         container: Any = None, height: int | None = None, top: float | None = None) -> None:  # fmt: skip
     """Horizontal bars of one number per row label, in order (e.g. one query's weights over the keys).
 
     blocked: a (rows,) bool tensor, True where the row may be attended; the others show grey and '0 (masked)'.
     height: the plot's; by default 24 px a row, as `heatmap` draws the same number of rows.
+    top: the axis's end (bars drawn side by side share one scale: the same length is the same number); by default
+    the largest value's.
+    Rows thinner than BAR_ROW_MIN (a long sentence) drop their printed numbers (the tooltip and the table keep them),
+    and the axis labels as many rows as it has room for, without overlap.
     """
     n = values.shape[0]
     height = height or int(min(max(24 * n, 100), 520))
@@ -169,9 +243,25 @@ def bars(values: torch.Tensor, rows: Sequence[str], *, title: str, key: str, blo
             "blocked": np.zeros(n, dtype=bool) if blocked is None else ~blocked.numpy(),
         }
     )
-    spec = dict(_bars_spec(title, height, ink()))
+    spec = copy.deepcopy(_bars_spec(title, height, ink()))  # the cached spec is shared: changed on a copy
     spec["params"] = [{"name": "rowLabels", "value": list(rows)}]
-    chart(frame, spec, height=height, key=key, container=container)
+    crowded = height / max(n, 1) < BAR_ROW_MIN
+    if crowded:
+        spec["layer"] = spec["layer"][:1]
+    for layer in spec["layer"]:
+        if crowded:
+            layer["encoding"]["y"]["axis"]["labelOverlap"] = "greedy"
+        if top is not None:
+            layer["encoding"]["x"]["scale"] = {"domain": [0, float(top)]}
+    shown = [("0 (masked)" if b else f"{float(v):.4f}") for v, b in zip(frame["value"], frame["blocked"], strict=True)]
+    chart(
+        frame,
+        spec,
+        height=height,
+        key=key,
+        container=container,
+        table=pd.DataFrame({"key": list(rows), "weight": shown}),
+    )
 
 
 def sweep_table(sweep: scaling.ScalingSweep) -> pd.DataFrame:
@@ -183,8 +273,9 @@ def sweep_table(sweep: scaling.ScalingSweep) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-# apart for every colour vision, mid-dark so that they read on the light and the dark theme (as the bands above)
-PALETTE = ["#0a8494", "#e66100", "#5d3a9b", "#1a7f37", "#b8860b", "#d6336c", "#6c757d", "#1f4e9c", "#8b4513"]
+# mid-dark so that they read on the light and the dark theme (as the bands above), in an order that keeps neighbours
+# and the first four apart for each common colour vision deficiency (ΔE ≥ 24 simulated: tests/unit/ui/test_palettes.py)
+PALETTE = ["#0a8494", "#e66100", "#5d3a9b", "#8b4513", "#d6336c", "#1f4e9c", "#b8860b", "#1a7f37", "#6c757d"]
 
 
 @functools.lru_cache(maxsize=16)
@@ -203,7 +294,8 @@ def _lines_spec(title: str, x_title: str, y_title: str, height: int, log: bool) 
     colour = alt.Color("series:N", scale=alt.Scale(range=PALETTE), sort=None,  # the order the page gives
                        legend=alt.Legend(title=None, orient="bottom", direction="vertical", labelLimit=0))  # fmt: skip
     tooltip = [alt.Tooltip("series:N"), alt.Tooltip("x:Q", title=x_title), shown]
-    spec = alt.Chart(empty).mark_line(point=True).encode(x=x, y=y, color=colour, tooltip=tooltip)
+    dash = alt.StrokeDash("series:N", sort=None, legend=None)  # lines apart by their dashes too, not by colour alone
+    spec = alt.Chart(empty).mark_line(point=True).encode(x=x, y=y, color=colour, strokeDash=dash, tooltip=tooltip)
     spec = spec.properties(title=title, height=height).to_dict()
     spec.pop("datasets", None)
     spec.pop("data", None)

@@ -16,6 +16,9 @@ class Recorder:
     def vega_lite_chart(self, frame, spec, **kw):
         self.spec, self.kw = spec, kw
 
+    def html(self, body):
+        self.table = body
+
 
 @pytest.fixture
 def recorder(monkeypatch) -> Recorder:
@@ -48,3 +51,30 @@ def test_sink_bars_are_a_mean_of_the_heads_never_a_stack_and_the_axis_runs_from_
     assert bar["encoding"]["y"]["aggregate"] == "mean"
     assert bar["encoding"]["y"]["scale"]["domain"] == [0, 1]
     assert ticks["mark"]["type"] == "tick" and ticks["encoding"]["y"]["scale"]["domain"] == [0, 1]
+
+
+def test_every_mark_is_described_and_the_chart_has_a_table_of_its_numbers(recorder):
+    """Issue 44: Vega draws a mark's group as an SVG image named by its description (a rule at a datum had none);
+    under the chart, an HTML table of the same numbers, row and column headers marked, the user's text escaped."""
+    import pandas as pd
+
+    cached = {"title": "Scores", "layer": [{"mark": "line"}, {"mark": {"type": "rule", "color": "#666"}}]}
+    frame = pd.DataFrame({"token": ["<b>cat</b>", "sat"], "score": [0.5, -1.25]})
+    charts.chart(frame, cached, height=150, key="k", container=recorder)
+    marks = [layer["mark"] for layer in recorder.spec["layer"]]
+    assert all(m["description"].startswith("Scores: ") for m in marks), marks
+    assert marks[1]["color"] == "#666" and recorder.spec["description"].startswith("Scores: chart")
+    assert cached["layer"][0]["mark"] == "line"  # the cached spec is left as it was
+    table = recorder.table
+    assert '<th scope="col">token</th><th scope="col">score</th>' in table
+    assert '<th scope="row">&lt;b&gt;cat&lt;/b&gt;</th><td>0.5</td>' in table and "<b>cat" not in table
+    assert "<td>−1.25</td>" in table and "<summary>Table: Scores</summary>" in table
+
+
+def test_a_long_frames_table_says_it_shows_its_first_rows(recorder):
+    import pandas as pd
+
+    frame = pd.DataFrame({"x": range(charts.TABLE_ROWS + 5), "y": 1.0})
+    charts.chart(frame, {"mark": "line"}, height=150, key="k", container=recorder)
+    assert recorder.table.count("<tr>") == charts.TABLE_ROWS + 1  # the header and the first rows
+    assert f"The first {charts.TABLE_ROWS} of {charts.TABLE_ROWS + 5} rows." in recorder.table
