@@ -1,0 +1,162 @@
+"""The circuits of SmolLM2-135M (`attention.models.smollm2`): direct logit attribution at the last position, a
+head's OV tokens and copying score, the QK split of one score, and the composition of all 270 heads.
+
+Weights are read through the package's own accessors (`layer_weights`, `head_weights`, the embeddings'
+`dequantize`, `unembed`), so however the package stores them, these see the float32 matrices the forward uses.
+
+    per layer l: x_(l+1) = x_l + sum_h c_h W_O^h + mlp_l        c_h the head's context at the position (d_head,)
+    the parts at the last position: e (the token's embedding), c_h W_O^h for 270 heads, mlp_l for 30 layers
+    mlp_l = x_(l+1) - x_l - sum_h c_h W_O^h (the forward's own residual stream, so the parts sum to x_L)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import torch
+
+from .. import smollm2 as S
+from . import attribution as A
+from .composition import Composition, HeadMatrices, composition, split_heads
+from .ov import Copying, OVTokens, copying_score, ov_tokens
+from .qk import QKSplit, qk_split
+
+
+class Trace(NamedTuple):
+    """What the circuits read from one forward pass over a prompt (no attention matrices kept)."""
+
+    ids: tuple[int, ...]  # the T tokens
+    hidden: torch.Tensor  # (L+1, T, d_model) the residual stream: the embeddings, then after each layer
+    heads: torch.Tensor  # (L, h, d_model) each head's output c_h W_O^h at the last position
+    mlps: torch.Tensor  # (L, d_model) each MLP's output at the last position
+    logits: torch.Tensor  # (V,) the model's own logits at the last position
+
+
+@torch.no_grad()
+def trace(model: S.Model, ids: Sequence[int]) -> Trace:
+    """One forward pass (`smollm2.run_ids`), then every head's and MLP's output at the last position."""
+    run = S.run_ids(model, ids)
+    hidden = run.hidden_states  # (L+1, T, d)
+    heads, mlps = [], []
+    for layer in range(model.n_layers):
+        w_out = model.layers[layer].w_out.dequantize().T  # (h*d_head, d_model), x @ W
+        per_head = w_out.reshape(model.heads, model.d_head, -1)  # (h, d_head, d_model)
+        out = (run.context[layer, :, -1, None, :] @ per_head)[:, 0]  # (h, d_model)
+        heads.append(out)
+        mlps.append(hidden[layer + 1, -1] - hidden[layer, -1] - out.sum(0))  # (d_model,)
+    return Trace(run.ids, hidden, torch.stack(heads), torch.stack(mlps), run.logits[-1])
+
+
+def components(model: S.Model) -> tuple[A.Component, ...]:
+    """embed, then per layer its 9 heads and its MLP: the order of `parts`."""
+    out = [A.Component("embed", None, None)]
+    for layer in range(model.n_layers):
+        out += [A.Component("head", layer, h) for h in range(model.heads)] + [A.Component("mlp", layer, None)]
+    return tuple(out)
+
+
+def parts(model: S.Model, t: Trace) -> torch.Tensor:
+    """(1 + L*(h+1), d_model): the embedding, each layer's heads then MLP, at the last position."""
+    rows = [t.hidden[0, -1:]]
+    for layer in range(model.n_layers):
+        rows += [t.heads[layer], t.mlps[layer, None]]
+    return torch.cat(rows)
+
+
+def unembedding(model: S.Model, token: int) -> torch.Tensor:
+    """The token's row of the (tied) unembedding: (d_model,)."""
+    return model.embeddings.dequantize(torch.tensor([token]))[0]
+
+
+def attribution(model: S.Model, t: Trace, target: int, versus: int | None = None) -> A.Attribution:
+    """Direct logit attribution of `target`'s logit (or of logit[target] - logit[versus]) at the last position."""
+    direction = unembedding(model, target)
+    if versus is not None:
+        direction = direction - unembedding(model, versus)
+    return A.attribute(components(model), parts(model, t), direction, model.out_norm, model.eps, t.hidden[-1, -1])
+
+
+# the OV circuit --------------------------------------------------------------------------------------------
+
+
+def head_ov_tokens(model: S.Model, layer: int, head: int, sources: Sequence[int], k: int = 10) -> OVTokens:
+    """What the head writes, read as logits, when it reads each source token (rows of W_E W_V W_O W_U, gains
+    folded: the layer's attention norm gain on W_E, the output norm's on W_U)."""
+    w = S.head_weights(model, layer, head)
+    src = torch.tensor(list(sources))
+    read = model.embeddings.dequantize(src) * model.layers[layer].attn_norm  # (n, d_model)
+    return ov_tokens(read, src, w.w_value, w.w_out, lambda x: S.unembed(model, x * model.out_norm), k)
+
+
+@functools.lru_cache(maxsize=1)
+def _gram(model: S.Model) -> torch.Tensor:
+    """E^T E (d_model, d_model) over the whole vocabulary, S.UNEMBED_CHUNK rows at a time (tied W_E = W_U^T)."""
+    out = torch.zeros(model.d_model, model.d_model, dtype=torch.float64)
+    for start in range(0, model.vocab_size, S.UNEMBED_CHUNK):
+        e = model.embeddings.dequantize(slice(start, min(start + S.UNEMBED_CHUNK, model.vocab_size))).double()
+        out += e.T @ e  # (d_model, d_model)
+    return out.float()
+
+
+def unembed_embed(model: S.Model, layer: int) -> torch.Tensor:
+    """W_U W_E with the gains folded: diag(g_out) E^T E diag(g_attn of the layer), (d_model, d_model)."""
+    return model.out_norm[:, None] * _gram(model) * model.layers[layer].attn_norm[None, :]
+
+
+def head_copying(model: S.Model, layer: int, head: int) -> Copying:
+    """The head's copying score from its d_head x d_head matrix W_O (W_U W_E) W_V."""
+    w = S.head_weights(model, layer, head)
+    return copying_score(w.w_value, w.w_out, unembed_embed(model, layer))
+
+
+def copying_scores(model: S.Model) -> torch.Tensor:
+    """Every head's copying score: (L, h)."""
+    out = torch.zeros(model.n_layers, model.heads)
+    for layer in range(model.n_layers):
+        m = _matrices(model, layer)
+        g = torch.arange(model.heads) // model.group
+        gram = unembed_embed(model, layer)
+        for h in range(model.heads):
+            out[layer, h] = copying_score(m.w_value[g[h]], m.w_out[h], gram).score
+    return out
+
+
+# the QK circuit --------------------------------------------------------------------------------------------
+
+
+def qk(model: S.Model, t: Trace, layer: int, head: int, query: int, key: int) -> QKSplit:
+    """Split the score of query position `query` and key position `key` (key <= query) of a head: the key's
+    residual is its token's embedding plus what earlier layers wrote there, both through the attention norm with
+    the scale of the whole residual frozen; each part with and without RoPE's rotation."""
+    if not 0 <= key <= query < len(t.ids):
+        raise ValueError(f"a query sees keys 0..itself; got query {query}, key {key} of {len(t.ids)} tokens")
+    w = S.head_weights(model, layer, head)
+    gain = model.layers[layer].attn_norm
+    x_q, x_k = t.hidden[layer, query], t.hidden[layer, key]  # (d_model,)
+    q = S.rms_norm(x_q, gain, model.eps) @ w.w_query  # (d_head,) before RoPE
+    scale = A.rms_scale(x_k, model.eps)
+    token = t.hidden[0, key]
+    key_parts = torch.stack([token, x_k - token]) / scale * gain @ w.w_key  # (2, d_head)
+    return qk_split(("key's token", "earlier layers at the key"), q, key_parts, query, key, model.rope_base)
+
+
+# composition -----------------------------------------------------------------------------------------------
+
+
+def _matrices(model: S.Model, layer: int) -> HeadMatrices:
+    lw = model.layers[layer]  # the four attention matrices only (x @ W), not the MLP's
+    w = [m.dequantize().T for m in (lw.w_query, lw.w_key, lw.w_value, lw.w_out)]
+    return split_heads(*w, model.heads, model.kv_heads)
+
+
+def _layers(model: S.Model) -> Iterator[HeadMatrices]:
+    for layer in range(model.n_layers):
+        yield _matrices(model, layer)
+
+
+@functools.lru_cache(maxsize=1)
+def head_composition(model: S.Model) -> Composition:
+    """Q-, K-, V-composition of all 270 heads (fixed weights: computed once per process, a few seconds)."""
+    return composition(_layers(model))
