@@ -3,6 +3,7 @@
     server/poll/rooms.py   the logic: codes, the instructor's key, questions, answers, reveal, rate, export
     server/poll/store.py   where rooms live: MemoryStore (this process) or RedisStore (every replica)
     server/poll/resp.py    a small Redis client (RESP over a socket): the `redis` package is not in the lock
+    server/poll/tokens.py  a learner's token, issued and signed by the server for one room
 
 `shared()` is the server's one Poll: in Redis when ATTENTION_LAB_REDIS_URL is set (redis://host:6379/0; the room
 recipe, compose and Kubernetes set it), else in this process (`streamlit run`, Community Cloud).
@@ -14,29 +15,41 @@ import functools
 import os
 
 from .rooms import (
+    ADDRESS_RATE,
     CODE_LENGTH,
+    CODE_TRIES,
     IDLE_S,
+    JOINS_PER_ADDRESS,
     RATE,
+    ROOMS_PER_ADDRESS,
+    UNJOINED_S,
+    NoRoom,
     Poll,
     PollError,
     Question,
     Room,
     Tally,
     is_browser,
-    new_browser,
     normal_code,
+    who,
 )
 from .store import Full, MemoryStore, RedisStore, Store, Unavailable
 
 ENV = "ATTENTION_LAB_REDIS_URL"
 
 __all__ = [
+    "ADDRESS_RATE",
     "CODE_LENGTH",
+    "CODE_TRIES",
     "ENV",
     "IDLE_S",
+    "JOINS_PER_ADDRESS",
     "RATE",
+    "ROOMS_PER_ADDRESS",
+    "UNJOINED_S",
     "Full",
     "MemoryStore",
+    "NoRoom",
     "Poll",
     "PollError",
     "Question",
@@ -46,10 +59,10 @@ __all__ = [
     "Tally",
     "Unavailable",
     "is_browser",
-    "new_browser",
     "normal_code",
     "shared",
     "store_from_env",
+    "who",
 ]
 
 

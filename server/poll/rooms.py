@@ -2,9 +2,17 @@
 
 The instructor opens a room and gets its code (for the learners' link) and a key (kept by the projector's view:
 only it may ask, reveal and download). A question is plain data pushed by the presenter (`Question`, or any object
-with id, prompt, kind, choices and answer: `Question.of`). A learner's browser holds an anonymous token; its
-answer to the current question is a counted value the question defines (a choice's index, a number, a cell), never
-the learner's text, and may change until the reveal. Rooms are forgotten after `idle_s` without a change.
+with id, prompt, kind, choices and answer: `Question.of`). A learner's browser holds an anonymous token the server
+issued for the room (signed: server/poll/tokens.py); its answer to the current question is a counted value the
+question defines (a choice's index, a number, a cell), never the learner's text, and may change until the reveal.
+Rooms are forgotten after `idle_s` without a change, or `unjoined_s` while no device has joined.
+
+What one client may do is bounded by its address (the address as the server sees it: behind the room's proxy, the
+client's own, forwarded; only a digest of it is kept), never by a cap another client could exhaust: rooms opened
+(ROOMS_PER_ADDRESS), devices joined to a room (JOINS_PER_ADDRESS) and answers sent to it (ADDRESS_RATE), each
+generous enough for a school whose whole class shares one address, and wrong room codes tried (CODE_TRIES, per
+address and per session). The projector shows the answers against the devices joined, so a room that counts more
+devices than the class is seen.
 """
 
 from __future__ import annotations
@@ -15,24 +23,36 @@ import hmac
 import io
 import json
 import math
+import os
 import re
 import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .store import Store
+from . import tokens
+from .store import Full, Store
 
 CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: a code is read off a projector
 CODE_LENGTH = 5
 IDLE_S = 4 * 3600  # a room unchanged for 4 hours is forgotten
+UNJOINED_S = 15 * 60  # ... and one no device has joined, 15 minutes after the instructor's last step
 RATE = (10, 10.0)  # answers a browser may send in a window of seconds
+# Per client address (a class behind one school address is one address): (how many, in a window of seconds).
+ROOMS_PER_ADDRESS = (20, 3600.0)  # rooms opened
+JOINS_PER_ADDRESS = (200, 600.0)  # devices joined to one room: a lecture hall of 200 in 10 minutes
+ADDRESS_RATE = (400, 60.0)  # answers to one room: 200 devices answering and changing their minds once a minute
+CODE_TRIES = {"session": (5, 60.0), "address": (30, 60.0)}  # wrong room codes, before the next try is refused
+SECRET_S = 60.0  # how long a replica keeps the store's token secret before reading it again
 KINDS = ("choice", "number", "cell")
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{16}")
 
 
 class PollError(ValueError):
     """A refusal with the sentence the page shows (a wrong code, an answer not among the choices, too fast)."""
+
+
+class NoRoom(PollError):
+    """No room has this code (never opened, or expired)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +80,10 @@ class Question:
             raise ValueError("a choice question has 2 to 12 choices")
         if self.kind == "cell" and not (self.rows and self.cols and len(self.rows) * len(self.cols) <= 1024):
             raise ValueError("a cell question has rows and columns, at most 1,024 cells")
+        # a number's bounds are floats whatever was given: a view's number box is then a float one, and drops a
+        # value that is not finite (issue 50: an int box's int(nan), forged by a client, errored its page)
+        object.__setattr__(self, "lo", float(self.lo))
+        object.__setattr__(self, "hi", float(self.hi))
         if self.answer is not None:
             object.__setattr__(self, "answer", self.value_of(self.answer))
 
@@ -164,6 +188,7 @@ class Room:
     question: Question | None  # the current one
     revealed: bool  # the current question's answer is shown
     asked: list[Question] = field(default_factory=list)  # every question asked, in order
+    joined: int = 0  # devices given a token for this room
 
 
 def _digest(key: str) -> str:
@@ -178,38 +203,80 @@ def normal_code(code: str) -> str:
     return clean
 
 
-def new_browser() -> str:
-    """An anonymous token for one browser: 16 random URL-safe characters, nothing about the person."""
-    return secrets.token_urlsafe(12)
-
-
 def is_browser(token: str) -> bool:
-    return bool(_TOKEN.fullmatch(token or ""))
+    """Whether `token` has a poll token's shape (whether the server issued it: `Poll.holds`)."""
+    return tokens.looks_like(token)
+
+
+def who(address: str | None) -> str:
+    """A client address as the poll's counters key it: a digest, so no address is kept (none: this machine)."""
+    return _digest(address or "local")[:16]
+
+
+def _wait(window_s: float) -> str:
+    return f"{window_s / 60:g} minute{'s' * (window_s != 60)}" if window_s >= 60 else f"{window_s:g} seconds"
 
 
 class Poll:
     """Rooms over one Store. Every method may raise store.Unavailable (the poll is paused) and PollError."""
 
-    def __init__(self, store: Store, idle_s: float = IDLE_S, rate: tuple[int, float] = RATE) -> None:
+    def __init__(
+        self,
+        store: Store,
+        idle_s: float = IDLE_S,
+        rate: tuple[int, float] = RATE,
+        *,
+        unjoined_s: float = UNJOINED_S,
+        secret: str | None = None,
+    ) -> None:
         self.store = store
         self.idle_s = idle_s
+        self.unjoined_s = min(unjoined_s, idle_s)
         self.rate = rate
+        self._fixed = secret or os.environ.get(tokens.SECRET_ENV, "").strip() or None
+        self._kept: tuple[str, float] | None = None  # the store's secret, and until when this replica trusts it
+
+    def secret(self) -> str:
+        """The token secret: given, or the environment's, else the store's (read again every SECRET_S)."""
+        if self._fixed:
+            return self._fixed
+        if self._kept is None or time.monotonic() >= self._kept[1]:
+            self._kept = (self.store.secret(tokens.new_secret()), time.monotonic() + SECRET_S)
+        return self._kept[0]
+
+    def _limit(self, key: str, limit: tuple[int, float], refusal: str) -> None:
+        if self.store.hit(key, limit[1]) > limit[0]:
+            raise PollError(refusal)
+
+    def _ttl(self, fields: dict[str, str]) -> float:
+        return self.idle_s if int(fields.get("joined") or 0) else self.unjoined_s
 
     # -- the instructor
 
-    def open(self) -> tuple[str, str]:
-        """A new room: (its code, the instructor's key)."""
+    def open(self, address: str | None = None) -> tuple[str, str]:
+        """A new room: (its code, the instructor's key). `address`: the client's, for ROOMS_PER_ADDRESS."""
+        most, window = ROOMS_PER_ADDRESS
+        self._limit(f"open:{who(address)}", ROOMS_PER_ADDRESS,
+                    f"Your network has opened {most} rooms in the last {_wait(window)}, as many as one network may. "
+                    "Keep using a room you opened (its projector tab's address keeps it: bookmark it), or try again "
+                    f"later: rooms nobody joins are forgotten after {_wait(self.unjoined_s)}.")  # fmt: skip
         key = secrets.token_urlsafe(18)
-        for _ in range(20):
-            code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
-            if self.store.create(code, {"host": _digest(key), "created": f"{time.time():.0f}", "qid": ""}, self.idle_s):
-                return code, key
+        fields = {"host": _digest(key), "created": f"{time.time():.0f}", "qid": ""}
+        try:
+            for _ in range(20):
+                code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
+                if self.store.create(code, fields, self.unjoined_s):
+                    return code, key
+        except Full as e:
+            raise PollError(f"This server cannot open another room now: {e}. Try again in a few minutes (rooms "
+                            f"nobody joins are forgotten after {_wait(self.unjoined_s)}), or run the lab on your own "
+                            "machine: `streamlit run dashboard.py`.") from None  # fmt: skip
         raise PollError("No free room code was found: try again.")
 
     def _fields(self, code: str) -> dict[str, str]:
         fields = self.store.fields(normal_code(code))
         if fields is None:
-            raise PollError(f"There is no room {normal_code(code)}: the code is wrong, or the room has expired.")
+            raise NoRoom(f"There is no room {normal_code(code)}: the code is wrong, or the room has expired.")
         return fields
 
     def _host(self, code: str, key: str) -> dict[str, str]:
@@ -224,7 +291,7 @@ class Poll:
         known = fields.get("q:" + question.id)
         seq = json.loads(known)["seq"] if known else sum(f.startswith("q:") for f in fields)
         data = json.dumps({**asdict(question), "seq": seq})
-        if not self.store.update(normal_code(code), {"qid": question.id, "q:" + question.id: data}, self.idle_s):
+        if not self.store.update(normal_code(code), {"qid": question.id, "q:" + question.id: data}, self._ttl(fields)):
             raise PollError("This room has expired.")
 
     def reveal(self, code: str, key: str) -> None:
@@ -232,7 +299,7 @@ class Poll:
         fields = self._host(code, key)
         if not fields.get("qid"):
             raise PollError("No question has been asked yet.")
-        self.store.update(normal_code(code), {"revealed:" + fields["qid"]: "1"}, self.idle_s)
+        self.store.update(normal_code(code), {"revealed:" + fields["qid"]: "1"}, self._ttl(fields))
 
     def is_host(self, code: str, key: str) -> bool:
         try:
@@ -249,7 +316,26 @@ class Poll:
         questions = {qid: _question(d) for qid, d in asked.items()}
         ordered = [questions[qid] for qid in sorted(asked, key=lambda q: asked[q]["seq"])]
         qid = fields.get("qid", "")
-        return Room(normal_code(code), questions.get(qid), bool(fields.get("revealed:" + qid)), ordered)
+        joined = int(fields.get("joined") or 0)
+        return Room(normal_code(code), questions.get(qid), bool(fields.get("revealed:" + qid)), ordered, joined)
+
+    def enter(self, code: str, address: str | None = None, session: str = "") -> Room:
+        """The room a learner typed or followed a link to. A wrong code counts against the client's address and
+        its session (CODE_TRIES): past either, every try is refused for a while, so codes cannot be tried in bulk."""
+        code = normal_code(code)
+        keys = [(f"try:a:{who(address)}", CODE_TRIES["address"])]
+        if session:
+            keys.append((f"try:s:{_digest(session)[:16]}", CODE_TRIES["session"]))
+        for key, (most, window) in keys:
+            if self.store.seen(key) >= most:
+                raise PollError(f"Too many wrong room codes from here: wait {_wait(window)}, then type the code on "
+                                "the projector again (or scan its QR code).")  # fmt: skip
+        try:
+            return self.room(code)
+        except NoRoom:
+            for key, (_, window) in keys:
+                self.store.hit(key, window)
+            raise
 
     def tally(self, code: str, question: Question, revealed: bool = False) -> Tally:
         return Tally(question, self.store.tally(normal_code(code), question.id), revealed)
@@ -259,14 +345,38 @@ class Poll:
 
     # -- a learner
 
-    def answer(self, code: str, browser: str, qid: str, raw: Any) -> str:
+    def join(self, code: str, address: str | None = None) -> str:
+        """A new device in the room: its token (signed for this room), counted in the room's `joined`. A client
+        address may join JOINS_PER_ADDRESS devices to one room."""
+        code = normal_code(code)
+        most, window = JOINS_PER_ADDRESS
+        self._limit(f"join:{code}:{who(address)}", JOINS_PER_ADDRESS,
+                    f"{most} devices have joined this room from your network in the last {_wait(window)}, as many "
+                    "as one network may: wait a few minutes, or ask your instructor.")  # fmt: skip
+        token = tokens.issue(self.secret(), code)
+        if self.store.join(code, self.idle_s) is None:
+            raise PollError(f"There is no room {code}: it has expired.")
+        return token
+
+    def holds(self, code: str, browser: str) -> bool:
+        """Whether `browser` is a token this server issued for room `code` (a client cannot make one up)."""
+        return tokens.is_valid(self.secret(), normal_code(code), browser)
+
+    def answer(self, code: str, browser: str, qid: str, raw: Any, address: str | None = None) -> str:
         """Count a browser's answer to question `qid` (which must be the current one), replacing its earlier one.
-        Returns "ok" or "same"; refusals are PollError with the sentence to show."""
+        Returns "ok" or "same"; refusals are PollError with the sentence to show. A token's answers are bounded by
+        RATE, a client address's to the room by ADDRESS_RATE."""
         code = normal_code(code)
         if not is_browser(browser):
             raise PollError("This browser has no poll token: reload the page.")
+        if not self.holds(code, browser):
+            raise PollError("This browser's poll token is not this room's: reload the page to join the room.")
         if self.store.hit(f"{code}:{browser}", self.rate[1]) > self.rate[0]:
             raise PollError(f"Too many answers from this browser: wait {self.rate[1]:g} seconds and try again.")
+        most, window = ADDRESS_RATE
+        self._limit(f"{code}@{who(address)}", ADDRESS_RATE,
+                    f"Too many answers to this room from your network ({most} in {_wait(window)}): wait a moment "
+                    "and try again.")  # fmt: skip
         room = self.room(code)
         if room.question is None or room.question.id != qid:
             raise PollError("The instructor has moved to another question.")

@@ -6,6 +6,8 @@ A room is a few strings (all of them the server's own: a question's JSON, flags,
 (browser token -> counted value) and its counts (counted value -> how many) per question. Every operation that
 changes a room is atomic (a lock here, a Lua script in Redis), renews the whole room's time to live, and refuses
 what the room's state forbids: an answer to a question that is no longer the current one, or that was revealed.
+The store also keeps the deployment's token secret (server/poll/tokens.py) and the counters of the poll's rate
+limits (`hit`, `seen`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Protocol
 from .resp import Client, Unreachable
 
 MAX_VOTERS = 5_000  # browsers a question counts: a bound on a room's memory (the issue asks for 300)
-MAX_ROOMS = 1_000  # rooms one process keeps at once (MemoryStore)
+MAX_ROOMS = 1_000  # rooms one process keeps at once (MemoryStore): when full, the oldest nobody joined makes way
 
 
 class Unavailable(Exception):
@@ -28,7 +30,7 @@ class Unavailable(Exception):
 
 
 class Full(Exception):
-    """No room for another room (MemoryStore's MAX_ROOMS): the page says so."""
+    """No room for another room (MemoryStore's MAX_ROOMS, every one of them joined): Poll.open says so, with advice."""
 
 
 class Store(Protocol):
@@ -51,8 +53,17 @@ class Store(Protocol):
     def mine(self, code: str, qid: str, browser: str) -> str | None:
         """`browser`'s current answer to `qid`, if any."""
 
+    def join(self, code: str, ttl_s: float) -> int | None:
+        """Count one more device joined to the room (its "joined" field) and renew it: the count, None when gone."""
+
     def hit(self, key: str, window_s: float) -> int:
         """Count one event under `key` in a fixed window of `window_s`: how many so far in this window."""
+
+    def seen(self, key: str) -> int:
+        """How many events `hit` has counted under `key` in its current window, counting none."""
+
+    def secret(self, fresh: str) -> str:
+        """The deployment's token secret: the one kept here, else `fresh`, kept from now on."""
 
     def ping(self) -> None:
         """Raise Unavailable when the storage does not answer."""
@@ -75,6 +86,7 @@ class MemoryStore:
         self._rooms: dict[str, _Room] = {}
         self._hits: dict[str, tuple[int, float]] = {}  # key -> (count, window's end)
         self._lock = threading.Lock()
+        self._secret: str | None = None
 
     def _live(self, code: str) -> _Room | None:
         room = self._rooms.get(code)
@@ -96,8 +108,11 @@ class MemoryStore:
                 return False
             if len(self._rooms) >= self._max_rooms:
                 self._purge()
-                if len(self._rooms) >= self._max_rooms:
-                    raise Full(f"this server holds {self._max_rooms} rooms already")
+            if len(self._rooms) >= self._max_rooms:  # the room nobody joined that would expire first makes way
+                unjoined = [c for c, r in self._rooms.items() if not int(r.fields.get("joined", 0))]
+                if not unjoined:
+                    raise Full(f"this server holds {self._max_rooms:,} rooms in use already")
+                del self._rooms[min(unjoined, key=lambda c: self._rooms[c].expires)]
             self._rooms[code] = _Room(dict(fields), self._clock() + ttl_s)
             return True
 
@@ -149,6 +164,26 @@ class MemoryStore:
         with self._lock:
             room = self._live(code)
             return room.answers.get(qid, {}).get(browser) if room is not None else None
+
+    def join(self, code: str, ttl_s: float) -> int | None:
+        with self._lock:
+            room = self._live(code)
+            if room is None:
+                return None
+            joined = int(room.fields.get("joined", 0)) + 1
+            room.fields["joined"] = str(joined)
+            room.expires = self._clock() + ttl_s
+            return joined
+
+    def seen(self, key: str) -> int:
+        with self._lock:
+            count, end = self._hits.get(key, (0, 0.0))
+            return count if end > self._clock() else 0
+
+    def secret(self, fresh: str) -> str:
+        with self._lock:
+            self._secret = self._secret or fresh
+            return self._secret
 
     def hit(self, key: str, window_s: float) -> int:
         with self._lock:
@@ -217,6 +252,19 @@ touch(room, prefix, ttl)
 return 'ok'
 """
 )
+_JOIN = (
+    _TOUCH
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local joined = redis.call('HINCRBY', KEYS[1], 'joined', 1)
+touch(KEYS[1], ARGV[2], ARGV[1])
+return joined
+"""
+)
+_SECRET = """
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+"""
 _HIT = """
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
@@ -281,8 +329,20 @@ class RedisStore:
         _, base = self._keys(code)
         return self._call("HGET", f"{base}a:{qid}", browser)
 
+    def join(self, code: str, ttl_s: float) -> int | None:
+        room, base = self._keys(code)
+        joined = int(self._script(_JOIN, [room], [self._ms(ttl_s), base]))
+        return joined if joined >= 0 else None
+
     def hit(self, key: str, window_s: float) -> int:
         return int(self._script(_HIT, [f"{self.prefix}rate:{key}"], [self._ms(window_s)]))
+
+    def seen(self, key: str) -> int:
+        return int(self._call("GET", f"{self.prefix}rate:{key}") or 0)
+
+    def secret(self, fresh: str) -> str:
+        # No time to live: it lives as long as the rooms' Redis (with them in its append-only file).
+        return self._script(_SECRET, [f"{self.prefix}secret"], [fresh])
 
     def ping(self) -> None:
         self._call("PING")

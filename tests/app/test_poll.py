@@ -309,3 +309,92 @@ def test_the_courses_reveal_is_the_rooms_and_no_lesson_link_carries_the_key(monk
     learner_room = app("poll_room", room=code)
     ok(learner_room)
     assert "poll:reveal" not in [b.key for b in learner_room.button] and not learner_room.get("download_button")
+
+
+def test_a_learners_token_survives_a_paused_rerun_and_a_reload(monkeypatch) -> None:
+    """Issue 50: the paused page wrote its address without the token, so a reload got a new one and counted twice.
+    The token stays in the address while paused, and a reload with it is the same browser: one answer, one device."""
+    import os
+    import signal
+
+    with redis_server() as redis:
+        poll = Poll(RedisStore(redis.url, timeout_s=0.3))
+        monkeypatch.setattr(server.poll, "shared", lambda: poll)
+        code, key = poll.open()
+        from ui.pages.poll import demo_questions
+
+        poll.ask(code, key, demo_questions()[0])
+        phone = app("poll", room=code)
+        token = phone.query_params["voter"]
+        phone.button(key="poll:demo.rows:1").click().run()
+        ok(phone)
+        os.kill(redis.process.pid, signal.SIGSTOP)  # Redis answers nothing
+        try:
+            phone.run()
+            assert "The poll is paused" in texts(phone)
+            assert phone.query_params["voter"] == token and phone.query_params["room"] == code
+        finally:
+            os.kill(redis.process.pid, signal.SIGCONT)
+        again = app("poll", **dict(phone.query_params))  # the reload: the address as the paused page left it
+        ok(again)
+        assert again.query_params["voter"] == token and "Your answer: **1**" in texts(again)
+        again.button(key="poll:demo.rows:1").click().run()
+        assert poll.tally(code, demo_questions()[0]).answered == 1 and poll.room(code).joined == 1
+
+
+def test_a_token_the_client_made_up_is_replaced_by_the_servers_and_the_projector_counts_devices(monkeypatch) -> None:
+    """Issue 50: a learner's token is the server's, signed for the room; one the link brings that the server did not
+    issue (made up, or another room's) is replaced, and the projector shows answers against devices joined."""
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+    projector = app("poll_room")
+    projector.button(key="poll:open").click().run()
+    code = projector.session_state["p:room"]
+    projector.selectbox(key="poll:pick").set_value("demo.rows")
+    projector.button(key="poll:ask").click().run()
+    forged = "A" * 27
+    phones = [app("poll", room=code, voter=forged) for _ in range(2)]
+    for phone in phones:
+        ok(phone)
+        assert phone.query_params["voter"] != forged and poll.holds(code, phone.query_params["voter"])
+        phone.button(key="poll:demo.rows:1").click().run()
+    assert phones[0].query_params["voter"] != phones[1].query_params["voter"]
+    projector.run()
+    assert [(m.label, m.value) for m in projector.metric] == [("Answered", "2"), ("Devices joined", "2")]
+
+
+def test_wrong_room_codes_are_throttled_per_session(monkeypatch) -> None:
+    """Issue 50: room codes could be tried 5.7 a second from one session; now a few wrong ones a minute."""
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+    code, _ = poll.open()
+    at = app("poll")
+    wrong = [c for c in ("ABCDE", "FGHJK", "MNPQR", "STUVW", "XYZ23", "45678") if c != code]
+    for guess in wrong[: server.poll.CODE_TRIES["session"][0]]:
+        at.text_input(key="poll:code").set_value(guess)
+        at.button(key="FormSubmitter:poll:join-Join").click().run()
+        assert f"There is no room {guess}" in texts(at)
+    at.text_input(key="poll:code").set_value(code)
+    at.button(key="FormSubmitter:poll:join-Join").click().run()
+    ok(at)
+    assert "Too many wrong room codes" in texts(at) and "voter" not in at.query_params
+
+
+def test_a_number_forged_as_nan_or_infinity_is_refused_politely(monkeypatch) -> None:
+    """Issue 50: a number box's value forged as NaN or ±inf (a widget's value is the client's) errored the sender's
+    own page (a whole-number range made the box an int one: int(nan)). The box is a float one whatever the bounds, so
+    Streamlit drops a value that is not finite; nothing is counted and the page goes on."""
+    poll = Poll(MemoryStore())
+    monkeypatch.setattr(server.poll, "shared", lambda: poll)
+    code, key = poll.open()
+    question = server.poll.Question("n", "How many?", "number", lo=0, hi=100, answer="3")
+    poll.ask(code, key, question)
+    for forged in (float("nan"), float("inf"), float("-inf")):
+        phone = app("poll", room=code)
+        phone.number_input(key="poll:n:number").set_value(forged)
+        phone.button(key="FormSubmitter:poll:n:form-Send").click().run()
+        ok(phone)
+        phone.run()  # the page's refresh, with the forged value still the box's
+        ok(phone)
+        assert phone.number_input(key="poll:n:number").value is None and "Your answer" not in texts(phone)
+    assert poll.tally(code, question).answered == 0

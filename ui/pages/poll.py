@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -130,11 +131,21 @@ def learner() -> None:
     """The learner's page: a box for the room's code, or the room's current question with its answer controls."""
     poll = rooms.shared()
     code = get("room")
+    browser = get("voter")  # read first: a paused page's address keeps it, so a reload is the same browser
+    said = _missed(code) if code else None
+    if said:
+        st.warning(plain(said))
+        code = ""
     if code:
         try:
             code = rooms.normal_code(code)
-            poll.room(code)
+            poll.enter(code, address(), st.session_state.setdefault("poll:session", secrets.token_urlsafe(12)))
+            if not poll.holds(code, browser):  # none yet, or another room's: the server issues one (signed)
+                browser = poll.join(code, address())
+                put("voter", browser)
         except PollError as e:
+            if isinstance(e, rooms.NoRoom):
+                st.session_state["poll:missed"] = (code, str(e))
             st.warning(plain(str(e)))
             code = ""
         except Unavailable:
@@ -143,12 +154,19 @@ def learner() -> None:
     if not code:
         _join_box()
         return
-    browser = get("voter")
-    if not rooms.is_browser(browser):
-        browser = rooms.new_browser()
-        put("voter", browser)
     st.caption(f"Room **{code}** · anonymous: no name is asked or kept, one answer per browser.")
     _learner_live(code, browser)
+
+
+def _missed(code: str) -> str | None:
+    """What was said when this code was tried and found no room: a wrong code counts once against the throttle of
+    codes tried (server.poll.CODE_TRIES), not again at each rerun of the page that shows it."""
+    try:
+        code = rooms.normal_code(code)
+    except PollError:
+        return None
+    tried, said = st.session_state.get("poll:missed", ("", ""))
+    return said if code == tried else None
 
 
 def _join_box() -> None:
@@ -159,10 +177,17 @@ def _join_box() -> None:
             st.rerun()
 
 
+def address() -> str | None:
+    """The client's address, for the poll's per-address bounds: the connection's, which behind the room's proxy is
+    the client's own (uvicorn reads the proxy's X-Forwarded-For: docs/deploy.md); None on this machine."""
+    ip = st.context.ip_address
+    return ip if isinstance(ip, str) else None  # AppTest has no connection
+
+
 def _send(code: str, browser: str, qid: str, value: Any) -> None:
     st.session_state["poll:said"] = None
     try:
-        rooms.shared().answer(code, browser, qid, value)
+        rooms.shared().answer(code, browser, qid, value, address())
     except PollError as e:
         st.session_state["poll:said"] = str(e)
     except Unavailable:
@@ -249,8 +274,8 @@ def _split(tally: rooms.Tally, most: int = MOST_ROWS, across: int = 1) -> None:
 
 def _open() -> None:
     try:
-        code, key = rooms.shared().open()
-    except (PollError, rooms.Full) as e:
+        code, key = rooms.shared().open(address())
+    except PollError as e:
         st.session_state["poll:said"] = str(e)
         return
     except Unavailable:
@@ -341,8 +366,8 @@ def projector(questions: Sequence[Question] | None = None) -> None:
     # a projector's first screen (1024 x 768, presenter mode too): the code and the QR code on the left, the question
     # and its live split on the right, side by side
     joining, asking = st.columns([2, 3], gap="medium")
-    joining.markdown(f"## Room code {code}")
-    joining.image(qr.svg(link, module_px=6), caption="Scan to join", width=220)  # made here: no network needed
+    joining.markdown(f"Room code\n# {code}")  # the code big enough to read from the back of the room
+    joining.image(qr.svg(link, module_px=6), caption="Scan to join", width=200)  # made here: no network needed
     joining.markdown(f"Join: `{link}`")
     joining.caption("Or open the Class poll page and type the code." + (f" {plain(where.advice)}" if where.how ==
                     "network" else ""))  # fmt: skip
@@ -389,18 +414,25 @@ def _projector_split(code: str, key: str) -> None:
     room = poll.room(code)
     q = room.question
     if q is None:
-        st.info("No question asked yet: choose one and press Ask.")
+        st.info(f"No question asked yet: choose one and press Ask. Devices joined: {room.joined}.")
         return
     tally = poll.tally(code, q, room.revealed)
-    st.markdown(f"#### {plain(q.text)}")
-    st.metric("Answered", tally.answered)
+    st.markdown(f"**{plain(q.text)}**")
+    # the count, the Reveal button and the split side by side and in rows: at 1024 x 768 (presenter mode too) the
+    # whole of it is in the window beside the code and the QR code, before and after the reveal
+    counts = st.container(horizontal=True, vertical_alignment="center")
+    counts.metric("Answered", tally.answered)
+    # against the devices the server gave a token for this room: more answers than the class, or more devices
+    # than the class, is seen here (issue 50: ballot stuffing)
+    counts.metric("Devices joined", room.joined, help="Browsers that opened this room's link or typed its code.")
+    if not room.revealed:
+        counts.button("Reveal", key="poll:reveal", type="primary", icon=":material/visibility:", on_click=_reveal,
+                      args=(code, key))  # fmt: skip
     if room.revealed and q.answer is not None:
         st.success(f"The answer: **{plain(q.label(q.answer))}**")
-    _split(tally)
+    values = len(tally.rows())
+    _split(tally, across=1 if values <= 2 else 2 if values <= 8 else 3)
     buttons = st.container(horizontal=True)
-    if not room.revealed:
-        buttons.button("Reveal", key="poll:reveal", type="primary", icon=":material/visibility:", on_click=_reveal,
-                       args=(code, key))  # fmt: skip
     for fmt, mime in (("csv", "text/csv"), ("json", "application/json")):
         buttons.download_button(f"Counts ({fmt.upper()})", poll.export(code, key, fmt), f"poll-{code}.{fmt}", mime,
                                 key=f"poll:dl:{fmt}", on_click="ignore")  # fmt: skip
