@@ -21,7 +21,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 
 from support.redis_server import RedisServer, find_redis, free_port  # noqa: E402
 
-from server.poll import MemoryStore, Poll, Question, RedisStore, new_browser  # noqa: E402
+from server.poll import MemoryStore, Poll, Question, RedisStore  # noqa: E402
 
 QUESTION = Question("b1", "Which?", "choice", ("a", "b", "c", "d"), answer="1")
 
@@ -29,12 +29,14 @@ QUESTION = Question("b1", "Which?", "choice", ("a", "b", "c", "d"), answer="1")
 def one_run(poll: Poll, learners: int) -> dict[str, float]:
     code, key = poll.open()
     poll.ask(code, key, QUESTION)
-    browsers = [new_browser() for _ in range(learners)]
+    addresses = [f"10.1.{i // 200}.{i % 200}" for i in range(learners)]  # a phone an address, as on a campus
+    browsers = [poll.join(code, a) for a in addresses]  # tokens the server issues and signs
+    where = dict(zip(browsers, addresses, strict=True))
     t0 = time.perf_counter()
     for i, b in enumerate(browsers):
-        poll.answer(code, b, "b1", str(i % 4))
+        poll.answer(code, b, "b1", str(i % 4), where[b])
     for b in browsers[::3]:
-        poll.answer(code, b, "b1", "1")
+        poll.answer(code, b, "b1", "1", where[b])
     answers = learners + len(browsers[::3])
     t1 = time.perf_counter()
     tally = poll.tally(code, poll.room(code).question)
