@@ -17,11 +17,15 @@ def _read(name: str) -> str:
     return (ASSETS / name).read_text(encoding="utf-8")
 
 
-# fonts.js goes in front of both figure components' scripts: downloaded figures carry the app's font (see there)
+# fonts.js goes in front of both figure components' scripts: downloaded figures carry the app's font (see there);
+# heatmap_keys.js in front of the heatmap's: its keyboard, announcements and table (issue 44)
 _FONTS_JS = _read("fonts.js")
 # isolate_styles=False: one style sheet, every rule under .al-heatmap; tests and benchmarks read its DOM
 HEATMAP = st.components.v2.component(
-    "attention_lab.heatmap", js=_FONTS_JS + _read("heatmap.js"), css=_read("heatmap.css"), isolate_styles=False
+    "attention_lab.heatmap",
+    js=_FONTS_JS + _read("heatmap_keys.js") + _read("heatmap.js"),
+    css=_read("heatmap.css"),
+    isolate_styles=False,
 )
 # PNG/SVG buttons on every Vega-Lite chart, and the page's "All figures" archive (the heatmaps have their own buttons)
 FIGURES = st.components.v2.component("attention_lab.figures", js=_FONTS_JS + _read("figures.js"), isolate_styles=False)

@@ -299,6 +299,7 @@ function render(ctx, state, L, ink, background) {
     }
     ctx.fillStyle = ink;
   }
+  hatchBlocked(ctx, state, L);
   // row labels
   ctx.font = `${L.rowFont}px ${L.family}`;
   ctx.textAlign = "right";
@@ -339,6 +340,43 @@ function render(ctx, state, L, ink, background) {
   return size;
 }
 
+// A blocked cell (masked, −∞, or a mask's 0) is hatched as well as grey, so that it never reads by colour alone (WCAG
+// 1.4.1): one diagonal stroke a cell, where cells are at least 6 px (smaller ones: the hover readout and the keys).
+function isOff(h, values, blocked, k) {
+  if (blocked !== null && blocked[k] === 1) return true;
+  if (h.kind === "mask") return !(values[k] > 0.5);
+  return !Number.isFinite(values[k]);
+}
+
+// corner: a short stroke across the cell's top right corner, clear of a number in the middle; else corner to corner
+function hatch(ctx, x, y, w, hgt, corner = false) {
+  const m = Math.min(w, hgt) * 0.15;
+  const d = corner ? Math.min(w, hgt) * 0.3 : 0; // the stroke's length along each side, in the corner
+  if (corner) {
+    ctx.moveTo(x + w - m - d, y + m);
+    ctx.lineTo(x + w - m, y + m + d);
+    return;
+  }
+  ctx.moveTo(x + m, y + hgt - m);
+  ctx.lineTo(x + w - m, y + m);
+}
+
+function hatchBlocked(ctx, state, L) {
+  const { header: h, values, blocked } = state;
+  if (h.selectable === "cell" || L.cellW < 6 || L.cellH < 6 || (blocked === null && h.kind !== "mask")) return;
+  ctx.strokeStyle = "rgba(0, 0, 0, 0.45)";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (let i = 0; i < h.r; i++) {
+    for (let j = 0; j < h.c; j++) {
+      if (isOff(h, values, blocked, i * h.c + j)) {
+        hatch(ctx, L.left + j * L.cellW, L.top + i * L.cellH, L.cellW, L.cellH, Boolean(h.annotate));
+      }
+    }
+  }
+  ctx.stroke();
+}
+
 function drawLegend(ctx, h, L, ink) {
   if (L.legend === "below") return drawLegendBelow(ctx, h, L, ink);
   const x = L.legendX;
@@ -350,6 +388,7 @@ function drawLegend(ctx, h, L, ink) {
       const y = L.top + 6 + k * 18;
       ctx.fillStyle = `rgb(${rgb.join(",")})`;
       ctx.fillRect(x, y, 12, 12);
+      if (k === 1) swatchHatch(ctx, x, y);
       ctx.fillStyle = ink;
       ctx.fillText(name, x + 17, y + 6);
     });
@@ -370,6 +409,14 @@ function drawLegend(ctx, h, L, ink) {
   });
 }
 
+function swatchHatch(ctx, x, y) {
+  ctx.strokeStyle = "rgba(0, 0, 0, 0.45)";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  hatch(ctx, x, y, 12, 12);
+  ctx.stroke();
+}
+
 // The colour key under the plot, for narrow columns: a horizontal bar, low to high, with three labels under it.
 function drawLegendBelow(ctx, h, L, ink) {
   ctx.font = `${11 * L.scale}px ${L.family}`;
@@ -380,6 +427,7 @@ function drawLegendBelow(ctx, h, L, ink) {
     for (const [name, rgb] of [["may attend", MASK.on], ["blocked", MASK.off]]) {
       ctx.fillStyle = `rgb(${rgb.join(",")})`;
       ctx.fillRect(x, y + 4, 12, 12);
+      if (rgb === MASK.off) swatchHatch(ctx, x, y + 4);
       ctx.fillStyle = ink;
       ctx.textAlign = "left";
       ctx.fillText(name, x + 16, y + 10);
@@ -464,6 +512,24 @@ function svgContext(width, height) {
     measureText(text) {
       probe.font = ctx.font;
       return probe.measureText(text);
+    },
+    strokeStyle: "#000",
+    lineWidth: 1,
+    path: [],
+    beginPath() {
+      ctx.path = [];
+    },
+    moveTo(x, y) {
+      ctx.path.push(`M${x.toFixed(2)} ${y.toFixed(2)}`);
+    },
+    lineTo(x, y) {
+      ctx.path.push(`L${x.toFixed(2)} ${y.toFixed(2)}`);
+    },
+    stroke() {
+      if (ctx.path.length) parts.push(`<path d="${ctx.path.join("")}" fill="none" stroke="${escapeXml(ctx.strokeStyle)}" stroke-width="${ctx.lineWidth}"${ctx.attr()}/>`);
+    },
+    strokeRect(x, y, w, h) {
+      parts.push(`<rect x="${x.toFixed(2)}" y="${y.toFixed(2)}" width="${w.toFixed(2)}" height="${h.toFixed(2)}" fill="none" stroke="${escapeXml(ctx.strokeStyle)}" stroke-width="${ctx.lineWidth}"${ctx.attr()}/>`);
     },
     fillRect(x, y, w, h) {
       parts.push(`<rect x="${x.toFixed(2)}" y="${y.toFixed(2)}" width="${w.toFixed(2)}" height="${h.toFixed(2)}" fill="${escapeXml(ctx.fillStyle)}"${ctx.attr()}/>`);
@@ -588,6 +654,14 @@ function drawOverlay(state) {
   } else if (picked !== null && picked < state.header.r) {
     frame(L.left, L.top + picked * L.cellH, L.plotW, L.cellH, "#e66100");
   }
+  if (state.focus && document.activeElement === state.overlay) {
+    // the keyboard's focus cell (assets/heatmap_keys.js): a thick frame in the theme's ink over a white one
+    const { i, j } = state.focus;
+    frame(L.left + j * L.cellW - 1, L.top + i * L.cellH - 1, L.cellW + 2, L.cellH + 2, "#ffffff");
+    ctx.lineWidth = 3;
+    ctx.strokeStyle = "#e66100";
+    ctx.strokeRect(L.left + j * L.cellW - 3, L.top + i * L.cellH - 3, L.cellW + 6, L.cellH + 6);
+  }
   if (state.hover) {
     const { i, j } = state.hover;
     ctx.strokeStyle = "#000";
@@ -645,7 +719,6 @@ function mount(parentElement, setTriggerValue) {
   const root = document.createElement("div");
   root.className = "al-heatmap";
   const canvas = document.createElement("canvas");
-  canvas.setAttribute("role", "img");
   const overlay = document.createElement("canvas");
   overlay.className = "al-heatmap-overlay";
   const tip = document.createElement("div");
@@ -654,8 +727,9 @@ function mount(parentElement, setTriggerValue) {
   root.append(canvas, overlay, tip);
   root.append(toolbar(root));
   parentElement.appendChild(root);
-  const state = { canvas, overlay, tip, hover: null, picked: null, setTriggerValue };
+  const state = { canvas, overlay, tip, hover: null, picked: null, focus: null, tableOpen: false, setTriggerValue };
   root.alState = state;
+  accessible(root, state); // keyboard, announcements and the table (assets/heatmap_keys.js)
   overlay.addEventListener("pointermove", (event) => {
     if (!state.layout) return;
     const cell = cellAt(state, event);
@@ -721,11 +795,12 @@ export default function (component) {
   root.dataset.kind = h.kind;
   root.dataset.pick = h.selectable === "cell" ? "cell" : h.selectable ? "row" : ""; // "cell": a question's grid
   state.canvas.setAttribute("aria-label", `${h.title}: ${h.r} × ${h.c} heatmap`);
-  for (const button of root.querySelectorAll(".al-heatmap-tools button")) {
+  for (const button of root.querySelectorAll(".al-heatmap-tools button:not(.al-heatmap-table-button)")) {
     button.setAttribute("aria-label", `Download ${h.title || "heatmap"} as ${button.textContent.slice(2)}`);
   }
   drawCells(state);
   draw(root, state);
+  accessibleUpdate(root, state);
   root.dataset.drawn = h.id;
   // how long this heatmap took to decode and draw, for the browser benchmark (performance.getEntriesByName)
   performance.measure(`al-heatmap ${h.r}x${h.c}`, { start: started });
