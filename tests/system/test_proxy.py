@@ -25,6 +25,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -518,3 +519,64 @@ def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
     assert all(live_server.health(base) is None for base in (running.proxy, *running.replicas))
     if limited:  # issue 38: the replica's memory cgroup is removed once it has exited
         live_server.wait_for("the cgroup removed", lambda: not Path(f"/sys/fs/cgroup/memory{group}").exists(), 30)
+
+
+def test_the_proxy_keeps_streamlits_metrics_from_visitors_and_forwards_the_clients_own_address(tmp_path) -> None:
+    """Issue 50: /_stcore/metrics was public through the proxy, and the replicas saw every client as the proxy's
+    address. HAProxy with deploy/haproxy.cfg, in front of a stand-in replica that records what reaches it: the
+    metrics are refused as typed, percent-encoded or in capitals, and X-Forwarded-For holds the one address HAProxy
+    saw, whatever the client wrote in it."""
+    import http.server
+    import threading
+
+    haproxy = live_server.require_haproxy()
+    reached: list[tuple[str, list[str] | None]] = []
+
+    class Replica(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+            reached.append((self.path, self.headers.get_all("X-Forwarded-For")))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")  # what the health check expects
+
+        def log_message(self, *args) -> None:
+            pass
+
+    replica = http.server.ThreadingHTTPServer((live_server.LOOPBACK, 0), Replica)
+    threading.Thread(target=replica.serve_forever, daemon=True).start()
+    port = live_server.free_port()
+    servers = tmp_path / "servers.cfg"
+    where = f"{live_server.LOOPBACK}:{replica.server_address[1]}"
+    servers.write_text(f"backend streamlit\n    server s1 {where} cookie s1\n")
+    env = {**os.environ, "LAB_ADDRESS": live_server.LOOPBACK, "LAB_PORT": str(port)}
+    proxy = subprocess.Popen([haproxy, "-db", "-f", str(ROOT / "deploy" / "haproxy.cfg"), "-f", str(servers)],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+    def status(path: str, headers: dict[str, str] | None = None) -> int:
+        request = urllib.request.Request(f"http://{live_server.LOOPBACK}:{port}{path}", headers=headers or {})
+        try:
+            with load_test.OPENER.open(request, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    try:
+        live_server.wait_for("the proxy to reach its replica", lambda: _answers(status), timeout=30)
+        for path in ("/_stcore/metrics", "/_stcore/metrics?families=session", "/_stcore/%6Detrics", "/_STCORE/METRICS"):
+            assert status(path) == 404, path
+        assert not [p for p, _ in reached if "etrics" in p.lower()]  # none reached the replica
+        reached.clear()
+        assert status("/?who", {"X-Forwarded-For": "203.0.113.77"}) == 200
+        assert [xff for p, xff in reached if p == "/?who"] == [["127.0.0.1"]]  # the client's own, the forged gone
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=10)
+        replica.shutdown()
+
+
+def _answers(status) -> bool:
+    try:
+        return status("/") == 200
+    except OSError:
+        return False
