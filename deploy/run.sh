@@ -17,7 +17,9 @@
 # hold at once, 500, and open in 10 s, 1000: deploy/haproxy.cfg says why), LAB_WATCHDOG_S (how long a replica that answered before may give no
 # health "ok" before it is killed and started again; default 30: deploy/watchdog.py), PYTHON (default .venv/bin/python, else
 # python3), HAPROXY, SUPERVISORD, REDIS_SERVER and LAB_REDIS_PORT (the class poll's Redis, on LAB_FIRST_PORT - 1;
-# ATTENTION_LAB_REDIS_URL set: that Redis instead, none started).
+# ATTENTION_LAB_REDIS_URL set: that Redis instead, none started), LAB_REDIS_DIR (its append-only file; default
+# LAB_LOG_DIR/redis: give the same folder again and a new run.sh finds every room), ATTENTION_LAB_POLL_SECRET (the
+# poll's token secret; default: one made once and kept in that Redis).
 # Streamlit's own settings can be given as STREAMLIT_* variables (STREAMLIT_SERVER_MAX_UPLOAD_SIZE=...).
 #
 # Exit status: 130 after Ctrl-C (SIGINT), 143 after SIGTERM, once everything has stopped; 1 when it could not
@@ -62,6 +64,11 @@ done
 export LAB_REDIS_SERVER="${REDIS_SERVER:-$(command -v redis-server || echo /usr/bin/redis-server)}"
 export LAB_REDIS_PORT="${LAB_REDIS_PORT:-$((LAB_FIRST_PORT - 1))}"
 export LAB_REDIS_START=false
+# Its append-only file: the rooms survive Redis's own restart (supervisord's), and run.sh's too when LAB_REDIS_DIR
+# (or LAB_LOG_DIR) names the same folder again.
+export LAB_REDIS_DIR="${LAB_REDIS_DIR:-$LAB_LOG_DIR/redis}"
+mkdir -p "$LAB_REDIS_DIR"
+LAB_REDIS_DIR="$(cd "$LAB_REDIS_DIR" && pwd)"
 if [[ -z "${ATTENTION_LAB_REDIS_URL:-}" ]]; then
   if [[ -x "$LAB_REDIS_SERVER" ]]; then
     export LAB_REDIS_START=true ATTENTION_LAB_REDIS_URL="redis://127.0.0.1:$LAB_REDIS_PORT/0"

@@ -132,7 +132,7 @@ def test_every_selector_selects_the_pods_it_names(rendered) -> None:
 def test_the_route_sticks_a_browser_to_its_pod_with_a_cookie(rendered) -> None:
     route = rendered[("HTTPRoute", "attention-lab")]
     assert route["spec"]["parentRefs"][0]["name"] == rendered[("Gateway", "attention-lab")]["metadata"]["name"]
-    (rule,) = route["spec"]["rules"]
+    (rule,) = [r for r in route["spec"]["rules"] if r.get("backendRefs")]  # the app's (the other: metrics, none)
     assert rule["sessionPersistence"]["type"] == "Cookie" and rule["sessionPersistence"]["sessionName"]
     service = rendered[("Service", "attention-lab")]
     assert rule["backendRefs"] == [{"name": service["metadata"]["name"], "port": service["spec"]["ports"][0]["port"]}]
@@ -149,7 +149,8 @@ def test_the_autoscaler_scales_in_slowly_and_keeps_what_the_budget_allows(render
 
 def test_compose_shares_the_polls_rooms_through_its_own_redis() -> None:
     """compose.yaml: every replica reads the poll's Redis at the address the compose network gives the redis service,
-    which is Debian's redis-server from deploy/redis.Dockerfile, unpublished and writing nothing to disk."""
+    which is Debian's redis-server from deploy/redis.Dockerfile, unpublished, with its append-only file on a volume
+    (issue 50: a restart lost every room), and the replicas take the client's address from HAProxy's header."""
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     services = compose["services"]
     replicas = [name for name, s in services.items() if s.get("image") == "localhost/attention-lab:latest"]
@@ -162,6 +163,28 @@ def test_compose_shares_the_polls_rooms_through_its_own_redis() -> None:
     assert "ports" not in redis and redis["build"]["dockerfile"] == "deploy/redis.Dockerfile"
     dockerfile = (ROOT / redis["build"]["dockerfile"]).read_text()
     assert "redis-server" in dockerfile and '"--save", ""' in dockerfile and "USER redis" in dockerfile
+    assert '"--appendonly", "yes"' in dockerfile and '"--dir", "/data"' in dockerfile
+    (volume,) = redis["volumes"]
+    assert volume.split(":") == ["redis-data", "/data"] and "redis-data" in compose["volumes"]
+    assert all(services[name]["environment"]["FORWARDED_ALLOW_IPS"] == "*" for name in replicas)
+
+
+def test_the_route_keeps_streamlits_metrics_from_visitors(rendered) -> None:
+    """Issue 50: /_stcore/metrics was public. A rule of its own, with no backend, forwards nothing; the app's own
+    rule is the only one with a backend."""
+    route = rendered[("HTTPRoute", "attention-lab")]
+    rules = route["spec"]["rules"]
+    (blocked,) = [r for r in rules if r["matches"][0]["path"]["value"] == "/_stcore/metrics"]
+    assert blocked["matches"][0]["path"]["type"] == "PathPrefix" and not blocked.get("backendRefs")
+    assert [r["matches"][0]["path"]["value"] for r in rules if r.get("backendRefs")] == ["/"]
+
+
+def test_the_recipes_keep_the_rooms_redis_in_an_append_only_file() -> None:
+    """Issue 50: supervisord's Redis ran with no file, so killing it lost every room."""
+    conf = (ROOT / "deploy" / "supervisord.conf").read_text()
+    (command,) = [line for line in conf.splitlines() if line.startswith("command=") and "REDIS_SERVER" in line]
+    assert "--appendonly yes" in command and "--dir %(ENV_LAB_REDIS_DIR)s" in command
+    assert 'export LAB_REDIS_DIR="${LAB_REDIS_DIR:-$LAB_LOG_DIR/redis}"' in (ROOT / "deploy" / "run.sh").read_text()
 
 
 # The published checkers. They live in a virtual environment of their own (.ci/run makes .venv-checks from
