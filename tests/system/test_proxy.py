@@ -580,3 +580,41 @@ def _answers(status) -> bool:
         return status("/") == 200
     except OSError:
         return False
+
+
+def test_the_rooms_redis_killed_comes_back_with_every_room(recipe: live_server.Recipe) -> None:
+    """Issue 50: supervisord started a killed Redis again with nothing, so every room was lost. Its append-only file
+    (LAB_REDIS_DIR) brings back the room, its question, its answers and the token secret."""
+    from support.redis_server import require_redis
+
+    from server.poll import ENV, Poll, Question, RedisStore
+
+    require_redis()
+    url = psutil.Process(live_server.replica_pid(recipe, "s1")).environ()[ENV]
+    poll = Poll(RedisStore(url, timeout_s=0.5))
+    code, key = poll.open()
+    question = Question("q", "?", "choice", ("a", "b"))
+    poll.ask(code, key, question)
+    token = poll.join(code)
+    poll.answer(code, token, "q", "1")
+    supervisorctl = shutil.which("supervisorctl") or "/usr/bin/supervisorctl"
+
+    def redis_pid() -> int:
+        done = subprocess.run([supervisorctl, "-s", f"unix://{recipe.log_dir}/supervisor.sock", "pid", "redis"],
+                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        return int(done.stdout.strip()) if done.stdout.strip().isdigit() else 0
+
+    killed = redis_pid()
+    assert killed > 0 and (recipe.log_dir / "redis").is_dir()
+    os.kill(killed, signal.SIGKILL)
+
+    def back() -> bool:
+        try:
+            return redis_pid() not in (0, killed) and Poll(RedisStore(url, timeout_s=0.5)).store.ping() is None
+        except Exception:  # noqa: BLE001 (still starting)
+            return False
+
+    live_server.wait_for("supervisord to start Redis again", back, timeout=30)
+    again = Poll(RedisStore(url))  # a replica's view after the restart
+    assert again.room(code).question == question and again.tally(code, question).counts == {"1": 1}
+    assert again.holds(code, token)  # the secret came back with the rooms: the learner's token still counts
