@@ -4,13 +4,15 @@ generated one at a time with its KV cache.
     python -m attention --model smollm2 --layer 18 --head 0 --sentence "John gave a drink to" --format json
     python -m attention --model smollm2 --layer 3 --head 5 --format table
     python -m attention --model smollm2 --generate 5 --temperature 0      # each step: token, top-5, new attention row
+    python -m attention --model smollm2 --attribution --target " Mary" --format json   # what each head writes
+    python -m attention --model smollm2 --composition --format json                    # heads reading heads
 
 A head prints the keys of a toy result (`compute` of the head's Config, labelled with the model's tokens); --format
 script writes the plain-PyTorch script of that Config. --generate prints, per step, the token chosen, the top-5
 candidates with probabilities, the cache's length and bytes, and the new row of attention of --layer/--head
 (JSON: {"prompt": [...], "steps": [{"token", "top5", "cache_tokens", "cache_bytes", "weights"}, ...]}).
 The flags are smollm2.SETTINGS' (--layer, --head, --temperature, --top-k, --generate) and --sentence for the
-prompt; bad values exit with status 2 and one line.
+prompt; bad values exit with status 2 and one line. --attribution and --composition: `io.cli.circuits`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 from ...basics.params import flag
 from ...models import smollm2 as S
 from .. import export, script
+from . import circuits
 from .common import OUT_OF_MEMORY, Parser, UsageError, fail, parse, render_table
 
 FLAGS = ("layer", "head", "temperature", "top_k", "generate")  # smollm2.SETTINGS offered on the command line
@@ -39,6 +42,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sentence", metavar="TEXT", default=S.DEFAULT_PROMPT, help="the prompt (default: the page's)")
     p.add_argument("--format", choices=("table", "json", "script"), default="table", help="table (default), json, "
                    "or script (a head only)")  # fmt: skip
+    p.add_argument("--attribution", action="store_true", help="direct logit attribution at the prompt's last token: "
+                   "the embedding, each head and each MLP (JSON: target, logit, components)")  # fmt: skip
+    p.add_argument("--target", metavar="TOKEN", help="with --attribution: the text of exactly one token, leading "
+                   "space included (\" River\"); default: the top next token")  # fmt: skip
+    p.add_argument("--versus", metavar="TOKEN", help="with --attribution: split logit[target] - logit[TOKEN]")
+    p.add_argument("--composition", action="store_true", help="Q-, K- and V-composition of every earlier head "
+                   "into every later head (JSON: q, k, v, heads)")  # fmt: skip
     for name in FLAGS:
         s = S.SETTINGS[name]
         text = f"{s.help} Default {s.default}; {s.bounds()}.".replace("%", "%%")
@@ -51,6 +61,13 @@ def _checked(args: argparse.Namespace) -> None:
         S.SETTINGS[name].check(flag(name), getattr(args, name))  # ValueError naming the flag and its bounds
     if args.generate and args.format == "script":
         raise UsageError("--generate writes a table or JSON, not a script")
+    circuit = [f for f in ("attribution", "composition") if getattr(args, f)]
+    if len(circuit) > 1 or circuit and args.generate:
+        raise UsageError("choose one of --attribution, --composition and --generate")
+    if circuit and args.format == "script":
+        raise UsageError(f"--{circuit[0]} writes a table or JSON, not a script")
+    if (args.target is not None or args.versus is not None) and not args.attribution:
+        raise UsageError("--target and --versus go with --attribution")
 
 
 def head(model: S.Model, prompt: S.Prompt, layer: int, h: int, fmt: str) -> None:
@@ -117,7 +134,9 @@ def main(argv: Sequence[str]) -> int:
         _checked(args)
         model = S.load()
         prompt = S.prompt(model, args.sentence, S.PAGE_TOKENS)
-        if args.generate:
+        if args.attribution or args.composition:
+            circuits.main(model, prompt, args)
+        elif args.generate:
             generate(model, prompt, args)
         else:
             head(model, prompt, args.layer, args.head, args.format)

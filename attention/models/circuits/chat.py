@@ -160,3 +160,32 @@ def _layers(model: S.Model) -> Iterator[HeadMatrices]:
 def head_composition(model: S.Model) -> Composition:
     """Q-, K-, V-composition of all 270 heads (fixed weights: computed once per process, a few seconds)."""
     return composition(_layers(model))
+
+
+# tokens by their text ---------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _by_label(model: S.Model) -> dict[str, list[int]]:
+    """Every token's display text (`smollm2.labels`) -> the ids that show so (once per process)."""
+    out: dict[str, list[int]] = {}
+    for i, label in enumerate(S.labels(model, range(model.vocab_size))):
+        out.setdefault(label, []).append(i)
+    return out
+
+
+def token_id(model: S.Model, text: str) -> int:
+    """The id of the one token whose text (as `smollm2.labels` shows it, leading space included: " River") is
+    `text`; ValueError naming the tokens it makes when it is not exactly one token."""
+    ids = model.tokenizer.encode(text).ids if text else []
+    if len(ids) == 1 and S.labels(model, ids)[0] == text:
+        return ids[0]
+    found = _by_label(model).get(text, [])
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise ValueError(f"{text!r} is the text of {len(found)} tokens ({', '.join(map(str, found[:5]))}): "
+                         "give one that is a single token")  # fmt: skip
+    pieces = " + ".join(repr(t) for t in S.labels(model, ids)) or "no token"
+    raise ValueError(f"{text!r} is not one token of {S.NAME} (it is {pieces}); give the text of exactly one token, "
+                     "leading space included")  # fmt: skip

@@ -310,3 +310,62 @@ def test_the_tiny_models_copying_scores_and_composition_over_training(small_run:
     assert float(g.k[-1]) == pytest.approx(float(last.k[i, j])) and float(g.q[-1]) == pytest.approx(float(last.q[i, j]))
     one = tiny.Run(tiny.Settings(task="induction", layers=1, steps=20, every=10), small_run.snapshots[:1])
     assert trained.growth(one) is None
+
+
+# the command line -----------------------------------------------------------------------------------------
+
+
+def test_the_attribution_json_keeps_the_contract_and_its_parts_sum_to_the_logit(model, traced, capsys) -> None:
+    import json
+
+    from attention.io.cli.main import main
+
+    p, t = traced
+    assert main(["--model", "smollm2", "--attribution", "--sentence", SHORT, "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    top = int(t.logits.argmax())
+    assert got["target"] == {"id": top, "token": S.labels(model, [top])[0]} and set(got) == {"target", "logit",
+                                                                                              "components"}  # fmt: skip
+    assert [c["kind"] for c in got["components"]].count("head") == 270 and len(got["components"]) == 301
+    assert set(got["components"][0]) == {"kind", "layer", "head", "value"}
+    _close(sum(c["value"] for c in got["components"]), got["logit"])
+    _close(got["logit"], float(t.logits[top]))
+    assert main(["--model", "smollm2", "--attribution", "--sentence", SHORT, "--target", " John"]) == 0
+    assert "logit[' John']" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--attribution", "--target", "Riverbank"], "not one token"),
+        (["--attribution", "--target", ""], "not one token"),
+        (["--composition", "--generate", "2"], "choose one"),
+        (["--target", " Mary"], "go with --attribution"),
+        (["--attribution", "--format", "script"], "not a script"),
+    ],
+)
+def test_a_bad_circuit_request_is_one_line_with_status_two(argv, says, capsys) -> None:
+    from attention.io.cli.main import main
+
+    assert main(["--model", "smollm2", "--sentence", "The river", *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+@pytest.mark.thorough  # all 270 heads: seconds of matrix products
+def test_the_composition_json_has_every_head_once_and_nulls_where_no_later_layer(model, capsys) -> None:
+    import json
+
+    from attention.io.cli.main import main
+
+    assert main(["--model", "smollm2", "--composition", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["heads"][:2] == [[0, 0], [0, 1]] and len(got["heads"]) == 270 == len(set(map(tuple, got["heads"])))
+    for kind in "qkv":
+        m = got[kind]
+        assert len(m) == 270 and all(len(r) == 270 for r in m)
+        assert m[0][8] is None and m[9][0] is None and 0 < m[0][9] <= 1
+    layers = [chat._matrices(model, i) for i in (0, 29)]
+    want = C.reference(layers[0], 4, layers[1], 7)
+    for kind in "qkv":
+        assert got[kind][4][29 * 9 + 7] == pytest.approx(want[kind], rel=1e-4)
