@@ -12,7 +12,31 @@ const INTERACTIVE =
 const NEXT = new Set(["PageDown", "ArrowRight"]);
 const PREVIOUS = new Set(["PageUp", "ArrowLeft"]);
 
+// data.hold: a press while the page's script runs is dropped, not sent. The course's reveal may compute for seconds
+// (a model read for the first time): a second press sent meanwhile would move on before the room saw the reveal.
+function running() {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return app !== null && app.dataset.testScriptState === "running";
+}
+
+// A text box applies its text on Ctrl+Enter (Streamlit's rule) but keeps the focus, and a focused box keeps the
+// clicker's keys for itself (PageDown moved its caret, nothing else, until Esc). Once the text is applied, the focus
+// goes back to the page, and the popover the box sits in (presenter mode's "Sentence") closes: the next PageDown is
+// the clicker's.
+function onApply(event) {
+  if (!(event.key === "Enter" && (event.ctrlKey || event.metaKey))) return;
+  const box = event.target instanceof Element ? event.target.closest("textarea, input[type=text]") : null;
+  if (!box || !document.querySelector(".al-step-keys")) return;
+  setTimeout(() => {
+    box.blur(); // after Streamlit's own handler has taken the text
+    if (box.closest('[data-testid="stPopoverBody"]')) {
+      document.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    }
+  }, 0);
+}
+
 function onKey(event) {
+  onApply(event);
   const marker = document.querySelector(".al-step-keys");
   if (!marker || !window.alStepKeys) return; // no stepper on the page
   if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
@@ -20,6 +44,7 @@ function onKey(event) {
   const move = NEXT.has(event.key) ? "next" : PREVIOUS.has(event.key) ? "previous" : null;
   if (move === null) return;
   event.preventDefault(); // PageDown would scroll the page away from the stage
+  if (window.alStepHold && running()) return; // see data.hold
   window.alStepKeys(move);
 }
 
@@ -61,7 +86,21 @@ function keepSliderFocus() {
   }).observe(document.body, { childList: true, subtree: true });
 }
 
-function showStage(selector) {
+// Once the page's script run is over (a reveal may compute for seconds after the step changed, and what it draws
+// moves the stage), fn runs once.
+function whenRunEnds(fn) {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app) return;
+  if (window.alRunEnd) window.alRunEnd.disconnect();
+  const observer = (window.alRunEnd = new MutationObserver(() => {
+    if (app.dataset.testScriptState !== "notRunning") return;
+    observer.disconnect();
+    fn();
+  }));
+  observer.observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
+}
+
+function showStage(selector, again = true) {
   // after the run's elements are laid out, and again while the stage grows (its heatmaps draw a moment later, and
   // a page shorter than the window cannot scroll as far yet): the stage's top at the window's top
   const stage = document.querySelector(selector);
@@ -75,6 +114,7 @@ function showStage(selector) {
   const observer = (window.alStageObserver = new ResizeObserver(scroll));
   observer.observe(stage);
   setTimeout(() => observer.disconnect(), 2000);
+  if (again && running()) whenRunEnds(() => showStage(selector, false)); // and again once it is all drawn
 }
 
 export default function (component) {
@@ -88,6 +128,7 @@ export default function (component) {
   }
   window.alStepKeys = (move) => setTriggerValue("move", move);
   window.alStepSlider = (data && data.slider) || null;
+  window.alStepHold = Boolean(data && data.hold);
   if (!window.alStepKeysBound) {
     window.alStepKeysBound = true;
     document.addEventListener("keydown", onKey);

@@ -3,6 +3,7 @@
 import ui
 from ui.pages import course
 
+course.follow_link()  # first: the browser's Back and Forward move through the course's stages
 ui.show_url_warnings(**course.lesson_defaults())  # a lesson opens on its own setting (Masks: causal)
 lesson = course.current()
 if lesson is None:

@@ -145,15 +145,24 @@ def _move_step(delta: int | None) -> None:
     put("step", min(max(step, 0), len(STAGES) - 1))
 
 
-def clicks(key: str, value: int, *, stage: str | None = None, slider: str | None = None, on_open: bool = True) -> int:
+def clicks(
+    key: str,
+    value: float,
+    *,
+    stage: str | None = None,
+    slider: str | None = None,
+    on_open: bool = True,
+    hold: bool = False,
+) -> int:
     """This run's press of a presenter's clicker: +1 (PageDown or →), -1 (PageUp or ←), 0 (none). value: what the
     page shows now; stage: a CSS selector of what to scroll to the window's top whenever the value changes, and when
     it first shows unless on_open is False (step mode's stage scrolls at once; a page that opens on its title and
     controls scrolls only once a press changes what it shows), or None; slider: the widget key of a slider that shows
     the value, whose PageDown/PageUp then move it as the clicker does (one on, one back) instead of a page the other
-    way. One call a page, before the widgets that show the value."""
+    way; hold: a press while the page's script still runs is dropped (a slow step is seen before the next press
+    counts). One call a page, before the widgets that show the value."""
     data = {"step": value, "stage": stage, "slider": None if slider is None else "." + key_class(slider),
-            "on_open": on_open}  # fmt: skip
+            "on_open": on_open, "hold": hold}  # fmt: skip
     out_of_flow(f"keys:{key}")
     keys = STEP_KEYS(key=f"keys:{key}", data=data, on_move_change=ignore_event, height=0)
     move = keys.get("move") if keys is not None else None

@@ -119,6 +119,9 @@ VIEW: dict[str, Param] = {
                     choices=("map", *course.QUESTIONS)),
     "progress": Param("text", "Progress", "The course's lessons done and how each prediction went, as "
                       "lesson:right, lesson:wrong or lesson:seen joined by commas.", default=""),
+    "answer": Param("text", "Answer", "Where the course's lesson stands: empty at its question, '-' at a reveal "
+                    "without a prediction, else the prediction committed (a reload or Back reopens that stage).",
+                    default=""),
     "shuffle": Param("int", "Shuffle", "Which shuffle of the sentence (how many times \"Shuffle again\" was "
                      "pressed).", default=0, lo=0, hi=9999),
 }  # fmt: skip

@@ -10,6 +10,7 @@ from .flow import (
     Answer,
     course_map,
     current,
+    follow_link,
     lesson_defaults,
     lesson_link,
     lesson_view,
@@ -19,4 +20,4 @@ from .lessons import BY_ID, BY_PAGE, LESSONS, PLANS, Lesson
 from .runs import RUNS
 
 __all__ = ["BY_ID", "BY_PAGE", "LESSONS", "PAGE", "PLANS", "RUNS", "STAGE", "TITLE", "Answer", "Lesson", "course_map",
-           "current", "lesson_defaults", "lesson_link", "lesson_view", "progress"]  # fmt: skip
+           "current", "follow_link", "lesson_defaults", "lesson_link", "lesson_view", "progress"]  # fmt: skip

@@ -23,10 +23,14 @@ from .runs import RUNS
 PAGE = "pages/course.py"
 TITLE = "Predict, then see: a course through attention"
 STAGE = "course-stage"  # the container a clicker's press scrolls to the window's top
+FIGURE = "course-figure"  # the reveal's figure, apart from the words above it (its charts' toolbars)
 ANSWERS = "course:answers"  # session: lesson id -> Answer
 WAITING = "course:waiting"  # session: lesson id -> (fingerprint, the answer given) while its run trains
 REVEAL = object()  # a reveal without a prediction, waiting for its run
+SHOWN = "-"  # the link's `answer` at a reveal without a prediction
+WRITTEN = "course:written"  # session: (lesson, answer) as the last run left them, so as the link has them
 WAIT_TICK_S = 0.5  # a lesson waiting for its training run looks this often
+MAX_PILLS = 24  # a cell question offers its keys as pills up to this many, beyond as a list to search
 MARKS = {"right": "✓", "wrong": "✗", "seen": "◉"}  # not yet: ○ (plain glyphs: no emoji font needed)
 NOT_YET = "○"
 
@@ -70,6 +74,7 @@ def answer_of(lesson: Lesson, now: dict[str, Any]) -> Answer | None:
     if kept.fingerprint != questions.fingerprint(lesson.question, now):
         st.session_state[ANSWERS].pop(lesson.id)
         st.session_state["course:changed"] = lesson.id
+        put("answer", "")
         return None
     return kept
 
@@ -102,19 +107,24 @@ def commit(lesson: Lesson, raw: Any) -> None:
     now = inputs(lesson)
     _, problem = lesson.question.read(now, raw)
     st.session_state["course:problem"] = problem
-    if problem is not None or _waits(lesson, now, raw):
+    if problem is not None:
+        return
+    if _waits(lesson, now, raw):
+        put("answer", str(raw))
         return
     verdict = lesson.question.check(now, raw)
     st.session_state["course:problem"] = verdict.message if verdict.ok is None else None
     if verdict.ok is None:
         return
     st.session_state.setdefault(ANSWERS, {})[lesson.id] = Answer(questions.fingerprint(lesson.question, now), verdict)
+    put("answer", str(raw))  # the stage in the link: a reload or the browser's Back reopens it (`follow_link`)
     _mark(lesson.id, "right" if verdict.ok else "wrong")
 
 
 def reveal(lesson: Lesson) -> None:
     """Show the answer without a prediction (a room that predicted aloud, a presenter's clicker)."""
     now = inputs(lesson)
+    put("answer", SHOWN)
     if _waits(lesson, now, REVEAL):
         return
     st.session_state.setdefault(ANSWERS, {})[lesson.id] = Answer(questions.fingerprint(lesson.question, now), None)
@@ -125,6 +135,44 @@ def reveal(lesson: Lesson) -> None:
 def go(lesson_id: str) -> None:
     st.session_state["course:problem"] = None
     put("lesson", lesson_id)
+    put("answer", "")  # a lesson opens at its question
+
+
+def _forget(lesson: Lesson) -> None:
+    st.session_state.setdefault(ANSWERS, {}).pop(lesson.id, None)
+    st.session_state.setdefault(WAITING, {}).pop(lesson.id, None)
+
+
+def follow_link() -> None:
+    """The browser's Back and Forward inside the course, each run before anything is drawn. Every stage writes the
+    link (`lesson`, and `answer`: the prediction, SHOWN for a reveal without one, empty at the question), and the
+    browser keeps each link in its history; Back reruns the page on the older link, whose parameters the session
+    would otherwise overwrite with its own. A link that differs from the one the last run wrote, while the session
+    has not moved since (no button, no key), was navigated to: the course goes there."""
+    now = (str(get("lesson")), str(get("answer")))
+    last = st.session_state.get(WRITTEN)
+    link = (st.query_params.get("lesson") or "map", st.query_params.get("answer") or "")
+    if last is not None and now == last and link != last and link[0] in ("map", *BY_ID):
+        put("lesson", link[0])
+        put("answer", link[1] if link[0] != "map" else "")
+        now = (link[0], str(get("answer")))
+    st.session_state[WRITTEN] = now
+
+
+def _restore(lesson: Lesson, now: dict[str, Any], kept: Answer | None, pending: bool) -> Answer | None:
+    """The stage the link names (`answer`), where the session does not hold it: a reloaded link reopens the reveal
+    it was copied at (graded again on the link's inputs), and Back to a question asks it again."""
+    said = str(get("answer"))
+    if not said and kept is not None:
+        _forget(lesson)
+        return None
+    if not said or kept is not None or pending:
+        return kept
+    reveal(lesson) if said == SHOWN else commit(lesson, said)
+    st.session_state["course:problem"] = None  # a link whose answer does not read: its question, asked again
+    if lesson.id not in st.session_state.get(ANSWERS, {}) and lesson.id not in st.session_state.get(WAITING, {}):
+        put("answer", "")
+    return st.session_state.get(ANSWERS, {}).get(lesson.id)
 
 
 def _try(values: dict[str, Any]) -> None:
@@ -157,13 +205,15 @@ def course_map() -> None:
     st.caption("Your progress travels in this page's link (bookmark it to resume); the server keeps nothing about you.")
 
 
-def _step(k: int, shown: bool) -> int:
-    return 2 * k + (1 if shown else 0)
+def _step(k: int, shown: bool, pending: bool = False) -> float:
+    """What the clicker's keys know of the page: a new value scrolls the stage into view (a reveal that waits for its
+    run is a step of its own: the reveal, once trained, is scrolled to again)."""
+    return 2 * k + (0.5 if pending else 1 if shown else 0)
 
 
-def _clicker(k: int, lesson: Lesson, shown: bool) -> None:
+def _clicker(k: int, lesson: Lesson, shown: bool, pending: bool = False) -> None:
     """A presenter's PageDown: question → reveal → the next lesson's question; PageUp goes back."""
-    move = clicks("course", _step(k, shown), stage=".st-key-" + STAGE)
+    move = clicks("course", _step(k, shown, pending), stage=".st-key-" + STAGE, hold=True)
     if move == 0:
         return
     if move > 0 and not shown:
@@ -173,8 +223,8 @@ def _clicker(k: int, lesson: Lesson, shown: bool) -> None:
     elif move > 0:
         go("map")
     elif shown:
-        st.session_state.setdefault(ANSWERS, {}).pop(lesson.id, None)
-        st.session_state.setdefault(WAITING, {}).pop(lesson.id, None)
+        _forget(lesson)
+        put("answer", "")
     elif k > 0:
         go(LESSONS[k - 1].id)
     st.rerun()
@@ -187,9 +237,10 @@ def lesson_view(lesson: Lesson) -> bool:
     q = lesson.question
     now = inputs(lesson)
     pending = waiting(lesson, now)  # an answer given while the lesson's run trains: graded once it is ready
+    kept = _restore(lesson, now, answer_of(lesson, now), pending)
     done = len(progress())  # read on every run: the link carries the progress on every lesson
-    kept = answer_of(lesson, now)
-    _clicker(k, lesson, kept is not None or pending)
+    pending = pending or lesson.id in st.session_state.get(WAITING, {})
+    _clicker(k, lesson, kept is not None or pending, pending)
     nav = st.container(horizontal=True, vertical_alignment="center")
     nav.button("◀ Course map", key="co:map", on_click=go, args=("map",))
     nav.page_link(lesson.page, label=f"Open the page: {lesson.page_title}", icon=":material/open_in_new:")
@@ -230,8 +281,13 @@ def _controls(lesson: Lesson) -> None:
             text(name, container=st, label="Sentence" if name == "sentence" else "Key/value sentence")
         elif name in ("mask", "position", "kv_model"):
             select(name, container=st)
-        elif name in ("layer", "head"):
-            pick(name, list(range(6 if name == "layer" else 12)), name.capitalize(), container=st)
+        elif name in ("layer", "head"):  # counted from 1 on screen, as every number in the course
+            pick(name, list(range(6 if name == "layer" else 12)), name.capitalize(), container=st,
+                 format_func=lambda x: str(x + 1))  # fmt: skip
+        elif name == "token":  # the chat lesson's query, within its two copies
+            n = questions.INDUCTION_LENGTH
+            pick(name, list(range(2 * n)), "Token followed", container=st,
+                 format_func=lambda t, n=n: f"{t + 1} ({'first' if t < n else 'second'} copy)")  # fmt: skip
         else:
             slider(name, container=st)
 
@@ -240,8 +296,14 @@ def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
     q = lesson.question
     if q.kind == "cell":  # the query's row, blank: a click on a cell is the prediction, and so is a pill below it
         _cell_grid(box, lesson, now)
-        # outside the form: a pill picked frames its cell in the grid at once (a form would hold it until Commit)
-        box.pills("Your prediction: the row's cells, one a key", q.choices(now), key=f"co:pick:{lesson.id}")
+        # outside the form: a pill picked frames its cell in the grid at once (a form would hold it until Commit);
+        # a long sentence's keys in a list to search instead (250 pills would fill the screen)
+        labels, what = q.choices(now), "Your prediction: the row's cells, one a key"
+        if len(labels) <= MAX_PILLS:
+            box.pills(what, labels, key=f"co:pick:{lesson.id}")
+        else:
+            box.selectbox(what, labels, index=None, key=f"co:pick:{lesson.id}",
+                          placeholder=f"one of the {len(labels)} keys: type to search")  # fmt: skip
     with box.form(key=f"co:form:{lesson.id}", border=False):
         if q.kind == "cell":
             raw = st.session_state.get(f"co:pick:{lesson.id}")
@@ -285,11 +347,12 @@ def _wait(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
     raw = st.session_state[WAITING][lesson.id][1]
     said = "—" if raw is REVEAL else plain(str(raw))
     box.markdown(f"**Your prediction:** {said}")
-    _progress(box, lesson, now, "The lab trains the model to answer it, as Play does on the page")
+    _progress(box, lesson, now, "The lab trains the model to answer it, as Play does on the page", so_far=True)
 
 
-def _progress(box: Any, lesson: Lesson, now: dict[str, Any], what: str) -> None:
-    """Where the lesson's run stands, redrawn every WAIT_TICK_S; the whole page runs again once it is ready."""
+def _progress(box: Any, lesson: Lesson, now: dict[str, Any], what: str, *, so_far: bool = False) -> None:
+    """Where the lesson's run stands, redrawn every WAIT_TICK_S; the whole page runs again once it is ready.
+    so_far: the prediction is in, so the run's progress may show what it answers (the lesson's `so_far`)."""
 
     @st.fragment(run_every=WAIT_TICK_S)
     def progress_line() -> None:
@@ -297,6 +360,8 @@ def _progress(box: Any, lesson: Lesson, now: dict[str, Any], what: str) -> None:
         if words is None:
             st.rerun(scope="app")
         st.info(f"{what}: {words}")
+        if so_far and lesson.so_far is not None:
+            lesson.so_far(now)
 
     with box:
         progress_line()
@@ -305,21 +370,25 @@ def _progress(box: Any, lesson: Lesson, now: dict[str, Any], what: str) -> None:
 def _reveal(box: Any, lesson: Lesson, now: dict[str, Any], kept: Answer) -> None:
     q = lesson.question
     truth = kept.verdict.truth if kept.verdict is not None else q.answer(now)
-    # the prediction beside the result on one line, then the figure: on a projector's 768 px the figure is in view
-    # right after the press (the stage, scrolled to the window's top, starts at the question)
+    # the prediction beside the result on one line, the verdict and what to say, then the figure: on a projector's
+    # 768 px the words a room needs are in view right after the press, whatever the figure's height (the stage,
+    # scrolled to the window's top, starts at the question)
     said = "—" if kept.verdict is None else q.choices(now)[kept.verdict.prediction] if q.kind != "number" else (
         f"{kept.verdict.prediction:g}")  # fmt: skip
     c = box.columns(2)
     c[0].markdown(f"**Your prediction:** {plain(said)}")
     c[1].markdown(f"**The lab computed:** {plain(truth.shown)}")
-    with box:
-        lesson.figure(now)
     if kept.verdict is None:
         box.info(truth.why)
     else:
         (box.success if kept.verdict.ok else box.warning)(kept.verdict.message)
     if get("present"):
         box.markdown(f"**Say:** {PLANS[lesson.id][0]}")
+    # the figure in a box of its own, a little apart: a chart's hover toolbar sits above its top edge, over the
+    # words before it otherwise
+    box.html(f"<style>.st-key-{FIGURE} {{ padding-top: 1.75rem; }}</style>")
+    with box.container(key=FIGURE):
+        lesson.figure(now)
     words, values = lesson.now_try(now)
     row = box.container(horizontal=True, vertical_alignment="center")
     row.markdown("**Now try:**")
