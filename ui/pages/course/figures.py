@@ -46,9 +46,11 @@ def doubled(i: dict[str, Any]) -> None:
     doubled = toy(i, mask="none", scale="temperature", temperature=base.scale / 2)
     q = questions.query_token(i)
     keys = labels(base.key_tokens)
+    before, after = base.weights[0, q], doubled.weights[0, q]
+    top = float(max(before.max(), after.max()))  # one scale for both: the same length is the same weight
     left, right = st.columns(2)
-    bars(base.weights[0, q], keys, title="softmax(omega / √d_k)", key="co:before", container=left)
-    bars(doubled.weights[0, q], keys, title="softmax(2 · omega / √d_k)", key="co:after", container=right)
+    bars(before, keys, title="softmax(omega / √d_k)", key="co:before", container=left, top=top)
+    bars(after, keys, title="softmax(2 · omega / √d_k)", key="co:after", container=right, top=top)
 
 
 def scaling(i: dict[str, Any]) -> None:
@@ -70,11 +72,11 @@ def heads(i: dict[str, Any]) -> None:
     result = toy(i)
     tok = labels(result.tokens)
     q = questions.query_token(i)
-    shown = min(result.heads, 8)
-    cols = st.columns(min(shown, 4))
-    for h in range(shown):
-        heatmap(result.weights[h, q][None], [tok[q]], tok, title=f"head {h + 1}: row of {tok[q]}", kind="weights",
-                key=f"co:head:{h}", container=cols[h % len(cols)], annotate=False)  # fmt: skip
+    # one column a head in one heatmap, a row a key: every key labelled, however long the sentence, and one colour
+    # scale for all the heads (up to the largest weight: the heads' favourites stand out)
+    rows = result.weights[:, q].T
+    heatmap(rows, tok, [f"head {h + 1}" for h in range(result.heads)], title=f"Query {tok[q]}: its weights by head",
+            kind="weights", key="co:heads", annotate=False, top=float(rows.max()))  # fmt: skip
 
 
 def position(i: dict[str, Any]) -> None:
@@ -83,12 +85,13 @@ def position(i: dict[str, Any]) -> None:
     shuffled_tokens = permutation.apply_order(tokens, perm)
     context = toy(i, mask="none").context[0]
     shuffled = toy(i, mask="none", sentence=" ".join(shuffled_tokens)).context[0]
+    scale = float(max(context.abs().max(), shuffled.abs().max()))  # one colour scale: the same colour, the same number
     left, right = st.columns(2)
     dims = dim_labels(context.shape[1])
     heatmap(context[perm], labels(shuffled_tokens), dims, title="contexts of the sentence, rows reordered",
-            key="co:ctx", container=left, annotate=False)  # fmt: skip
+            key="co:ctx", container=left, annotate=False, max_abs=scale)  # fmt: skip
     heatmap(shuffled, labels(shuffled_tokens), dims, title="contexts of the shuffled sentence", key="co:shuf",
-            container=right, annotate=False)  # fmt: skip
+            container=right, annotate=False, max_abs=scale)  # fmt: skip
     st.caption(f"Shuffled: {plain(' '.join(shuffled_tokens))}")
 
 
@@ -139,7 +142,7 @@ def encoder(i: dict[str, Any]) -> None:
     layer, head = int(i["layer"]), int(i["head"])
     result = real.head_result(reading, layer, head)
     tok = labels(reading.tokens)
-    heatmap(result.weights[0], tok, tok, title=f"Softmax weights, layer {layer} head {head}", kind="weights",
+    heatmap(result.weights[0], tok, tok, title=f"Softmax weights, layer {layer + 1} head {head + 1}", kind="weights",
             key="co:encoder", annotate=False)  # fmt: skip
     st.caption("Rows are queries, columns keys: the [CLS] column (first) and the [SEP] column (last) are the sinks.")
 
@@ -150,13 +153,28 @@ def induction(i: dict[str, Any]) -> None:
     from .. import chat  # the chat model's run, shared with its page (cached server-wide, within the budget)
 
     weights = chat.run(ids).weights[found.layer, found.head]
-    heatmap(weights, tok, tok, title=f"Layer {found.layer}, head {found.head}: the strongest induction head",
+    heatmap(weights, tok, tok, title=f"Layer {found.layer + 1}, head {found.head + 1}: the strongest induction head",
             kind="weights", key="co:induction", annotate=False)  # fmt: skip
     st.caption(
         f"Rows are queries, columns keys. The stripe {questions.INDUCTION_LENGTH - 1} below the diagonal: each token "
         "of the second copy reads the token after its earlier copy (induction). The bright first column: queries "
         "with nothing to read park their weight on token 1 (the sink)."
     )
+
+
+def fall_so_far(i: dict[str, Any]) -> None:
+    """While the lesson's run trains (the prediction is in): the loss so far, as Play draws it, so the wait shows the
+    thing the question is about; the step where it falls fastest is marked once the run is done (`fall`)."""
+    from .. import training
+
+    run = runs.run_so_far(i)
+    if run is None:
+        return
+    settings = run.settings
+    spec = training.curve_spec("Loss so far", "nats", "series", rule=tiny.CHANCE,
+                               rule_label=f"chance: ln {tiny.VOCAB} = {tiny.CHANCE:.2f}", height=200)  # fmt: skip
+    spec["layer"][0]["encoding"]["x"]["scale"] = {"domain": [0, settings.steps]}  # the whole run's width from the start
+    training.curve(training.loss_frame(run), spec, key="co:loss-so-far")
 
 
 def fall(i: dict[str, Any]) -> None:

@@ -31,6 +31,8 @@ class Lesson:
     # a lesson whose answer needs a run that takes a while (a training): None once it is ready, else what it waits
     # for in words (the reveal shows them and waits)
     ready: Callable[[dict[str, Any]], str | None] | None = None
+    # what the wait shows, once the prediction is in, while the run trains (the loss so far)
+    so_far: Callable[[dict[str, Any]], None] | None = None
 
 
 def _next_token(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -38,10 +40,19 @@ def _next_token(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return f"Follow token {t + 1} instead", {"token": t}
 
 
+def _repeat_word(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A second copy of the query's word: its key is the first copy's, so the two scores are equal, and they stay
+    equal when doubled (e^0 = 1) while every gap to the others grows: only differences matter to the softmax."""
+    tokens = questions.tokenize(str(i["sentence"]))
+    word = tokens[questions.query_token(i)] if tokens else "the"
+    return (f"Add a second “{word}”: do its two equal scores stay equal when doubled?",
+            {"sentence": f"{str(i['sentence']).rstrip()} {word}"})  # fmt: skip
+
+
 def _times_four(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     d = int(i["d_k"])
     new = d * 4 if d * 4 <= 256 else max(d // 4, 1)
-    return f"Set d_k = {new}: by how much does the spread change?", {"d_k": new}
+    return f"Set d_k = {new}: what spread does the law give now?", {"d_k": new}
 
 
 def _window(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -78,7 +89,7 @@ def _bigger_block(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _other_layer(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     new = (int(i["layer"]) + 2) % 6
-    return f"Try layer {new}, the same head", {"layer": new}
+    return f"Try layer {new + 1}, the same head", {"layer": new}
 
 
 def _next_copy(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -91,7 +102,7 @@ def _next_copy(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _next_seed(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     new = int(i["train_seed"]) + 1
-    return f"Train with seed {new} instead", {"train_seed": new}
+    return f"Train with seed {new}: near which step does the loss fall fastest now?", {"train_seed": new}
 
 
 Q = questions.QUESTIONS
@@ -103,7 +114,7 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("softmax", "Scores and the softmax", "pages/self_attention.py", "Self-attention", 5,
            "The softmax turns any row of scores into weights that are positive and sum to 1. How sharp they come out "
            "depends on the size of the gaps between the scores, not on the scores themselves.",
-           Q["softmax"], figures.doubled, _next_token, ("sentence", "seed")),
+           Q["softmax"], figures.doubled, _repeat_word, ("sentence", "seed")),
     Lesson("scaling", "Why divide by √d_k", "pages/scaling.py", "Why divide by √d_k", 7,
            "Wider queries and keys give bigger dot products. Unscaled, the softmax of a wide model turns into a hard "
            "max and stops learning; the √d_k in every transformer is what keeps it soft.",
@@ -145,7 +156,8 @@ LESSONS: tuple[Lesson, ...] = (
            "Training does not improve a model evenly: for many steps the loss barely moves, then a head finds the "
            "pattern and it falls off a cliff. The induction head of lesson 11 forms this way, in a model small "
            "enough to train while you watch.",
-           Q["watch_it_learn"], figures.fall, _next_seed, ("train_seed",), ready=runs.training_wait),
+           Q["watch_it_learn"], figures.fall, _next_seed, ("train_seed",), ready=runs.training_wait,
+           so_far=figures.fall_so_far),
 )  # fmt: skip
 # For the instructor: what to say at the reveal, and a common wrong answer with why people give it (the lesson plans
 # in docs/course/ are written from these by scripts/lesson_plans.py; presenter mode shows "Say" at the reveal).

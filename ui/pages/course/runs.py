@@ -4,6 +4,7 @@ package's questions in every lesson's inputs (`RUNS`), so a lesson never runs a 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -64,4 +65,19 @@ def training_wait(i: dict[str, Any]) -> str | None:
         return str(refused)
     if job.finished_training:
         return None
-    return training.progress(job, service().queue_position(job), service().workers).words
+    words = training.progress(job, service().queue_position(job), service().workers).words
+    if job.status == "training" and job.step > 0 and job.started is not None:  # at the pace so far
+        left = (time.perf_counter() - job.started) * (job.settings.steps - job.step) / job.step
+        words += f" About {max(left, 1):.0f} s left."
+    return words
+
+
+def run_so_far(i: dict[str, Any]) -> tiny.Run | None:
+    """The lesson's run as far as it has trained (its snapshots so far), None before its first."""
+    from server.training import NoRoom
+
+    try:
+        job = _job(questions.lesson_settings(i))
+    except NoRoom:
+        return None
+    return job.run if job.snapshots else None
