@@ -26,7 +26,7 @@ def measure(sentence: str | None, runs: int) -> list[float]:
     assert not at.exception, at.exception
     times = []
     for k in range(runs + 2):
-        at.slider(key="w:seed").set_value(100 + k % 50)
+        at.number_input(key="w:seed").set_value(100 + k % 50)
         t = time.perf_counter()
         at.run()
         times.append(time.perf_counter() - t)

@@ -76,10 +76,18 @@ def _widget(factory: Callable, name: str, *args: Any, container: Any = None, lab
     return getattr(target, factory)(label, *args, key=key, on_change=on_change, args=(name,), **kw)
 
 
+def is_seed(name: str) -> bool:
+    """A seed names a draw: 7 is no nearer 8 than 9000, and a slider over 0-9999 cannot be set to 7."""
+    return name == "seed" or name.endswith("_seed")
+
+
 def slider(name: str, container: Any = None, *, top: int | None = None, **kw: Any) -> int | float:
-    """A slider over the parameter's range; top narrows an int range (e.g. padding up to T) and clamps the value."""
+    """A slider over the parameter's range; top narrows an int range (e.g. padding up to T) and clamps the value.
+    A seed (`is_seed`) gets a number box over its range instead, typed or stepped one at a time."""
     p = PARAMS[name]
     lo, hi = (int(p.lo), int(p.hi)) if p.kind == "int" else (p.lo, p.hi)
+    if is_seed(name):
+        return _widget("number_input", name, min_value=lo, max_value=hi, step=1, container=container, **kw)
     if top is not None:
         hi = max(min(hi, int(top)), lo + 1)
         clamped = min(max(get(name), lo), hi)

@@ -40,7 +40,7 @@ class Case:
     url: dict[str, Any] = field(default_factory=dict)  # link parameters the page opens with
     do: tuple[tuple[str, str, Any], ...] = ()  # then widget changes: (kind, key, value)
     check: Callable[..., None] | None = None  # a further assertion on the outcome
-    recover: tuple[tuple[str, str, Any], ...] = (("text_area", "w:sentence", GOOD), ("slider", "w:seed", 42))
+    recover: tuple[tuple[str, str, Any], ...] = (("text_area", "w:sentence", GOOD), ("number_input", "w:seed", 42))
     call: Callable[[], Any] | None = None  # package: the call
     argv: tuple[str, ...] = ()  # cli: "{file}" stands for a file holding `content`
     content: str = ""
@@ -302,8 +302,13 @@ APP_CASES = [
         check=ok_labels(["1 the", "2 the", "3 the"]),
     ),
     *(
-        Case(f"{name} at {value}", "app", "ok", do=(("slider", f"w:{name}", value),), check=rows_sum_to_one)
-        for name, values in (("d_k", (1, 256)), ("d_v", (1, 256)), ("heads", (1, 16)), ("seed", (0, 9999)))
+        Case(f"{name} at {value}", "app", "ok", do=((kind, f"w:{name}", value),), check=rows_sum_to_one)
+        for name, kind, values in (
+            ("d_k", "slider", (1, 256)),
+            ("d_v", "slider", (1, 256)),
+            ("heads", "slider", (1, 16)),
+            ("seed", "number_input", (0, 9999)),
+        )  # fmt: skip
         for value in values
     ),
     Case(

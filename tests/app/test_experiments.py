@@ -66,12 +66,12 @@ def test_compare_opens_on_a_seed_difference_and_states_it() -> None:
 @pytest.mark.parametrize(
     ("kind", "key", "value", "changed"),
     [
-        ("slider", "w:b_seed", 200, "seed 123 → 200"),
+        ("number_input", "w:b_seed", 200, "seed 123 → 200"),
         ("slider", "w:b_d_k", 4, "d_k 24 → 4"),
         ("slider", "w:b_heads", 2, "heads 1 → 2"),
         ("selectbox", "w:b_mask", "causal", "mask “none” → “causal”"),
         ("selectbox", "w:b_scale", "none", "scale “sqrt” → “none”"),
-        ("slider", "w:seed", 124, None),  # A catches up with B: the same setting
+        ("number_input", "w:seed", 124, None),  # A catches up with B: the same setting
     ],
 )
 def test_compare_reacts_to_each_side(kind: str, key: str, value, changed: str | None) -> None:
@@ -98,7 +98,7 @@ def test_compare_presets_and_copy() -> None:
     assert at.selectbox(key="w:head").value == 0  # a head picker appears for B's four heads
     at.button(key="cmp:preset:seed 1 vs 2").click().run()
     assert summary(at).startswith("B changes seed 1 → 2. ")
-    assert at.slider(key="w:seed").value == 1 and at.slider(key="w:b_seed").value == 2
+    assert at.number_input(key="w:seed").value == 1 and at.number_input(key="w:b_seed").value == 2
     at.button(key="cmp:copy").click().run()
     assert summary(at) == "A and B are the same setting; every weight is the same."
 
@@ -112,8 +112,8 @@ def test_compare_switches_the_matrix_and_explains_widths_that_differ() -> None:
 def test_a_compare_link_reopens_both_sides() -> None:
     at = app("compare", seed="3", b_seed="9", b_mask="window", b_window="2", b_heads="2", cview="omega")
     assert not at.warning
-    assert at.slider(key="w:seed").value == 3
-    assert at.slider(key="w:b_seed").value == 9
+    assert at.number_input(key="w:seed").value == 3
+    assert at.number_input(key="w:b_seed").value == 9
     assert at.selectbox(key="w:b_mask").value == "window"
     assert at.slider(key="w:b_window").value == 2
     assert at.slider(key="w:b_heads").value == 2
@@ -128,7 +128,7 @@ def test_a_bad_compare_link_warns_and_opens_the_defaults() -> None:
     shown = at.warning[0].value.replace("\\", "")
     assert len(at.warning) == 1 and "b_mask (one of none, causal" in shown
     assert "b_seed (a whole number from 0 to 9999)." in shown  # the warning says what the link may hold
-    assert at.slider(key="w:b_seed").value == 124
+    assert at.number_input(key="w:b_seed").value == 124
 
 
 # --------------------------------------------------------------------------- why divide by sqrt(d_k)
@@ -152,7 +152,7 @@ def test_scaling_shows_the_sweep_it_plots() -> None:
     assert here.loc["Score spread", "unscaled"] > 4 and here.loc["Score spread", "scaled (÷ √d_k)"] < 1.2
 
 
-@pytest.mark.parametrize(("kind", "key", "value"), [("slider", "w:d_k", 128), ("slider", "w:seed", 5),
+@pytest.mark.parametrize(("kind", "key", "value"), [("slider", "w:d_k", 128), ("number_input", "w:seed", 5),
                                                     ("slider", "w:nseeds", 8)])  # fmt: skip
 def test_scaling_reacts_to_d_k_and_the_seeds(kind: str, key: str, value: int) -> None:
     at = app("scaling")
@@ -205,7 +205,7 @@ def test_pitfalls_mark_the_invariants_each_version_breaks() -> None:
     assert [s.value for s in at.subheader][1:] == [p.name for p in pitfalls.pitfalls(Config())[1:]]
 
 
-@pytest.mark.parametrize(("kind", "key", "value"), [("slider", "w:heads", 2), ("slider", "w:seed", 5),
+@pytest.mark.parametrize(("kind", "key", "value"), [("slider", "w:heads", 2), ("number_input", "w:seed", 5),
                                                     ("selectbox", "w:mask", "padding")])  # fmt: skip
 def test_pitfalls_react_to_the_controls(kind: str, key: str, value) -> None:
     at = app("pitfalls")
@@ -257,7 +257,7 @@ def test_the_editor_command_follows_the_setting() -> None:
     at = app("mask_editor")
     weights = "--init=normal --draws=stable"  # the page's weights, which the command line does not start from
     assert [c.value for c in at.code] == [f"python -m attention {weights} --custom-mask mask.json"]
-    at.slider(key="w:seed").set_value(5).run()
+    at.number_input(key="w:seed").set_value(5).run()
     ok(at)
     assert [c.value for c in at.code] == [f"python -m attention {weights} --seed=5 --custom-mask mask.json"]
 
@@ -310,7 +310,7 @@ def test_the_soft_lookup_shows_the_focus_tokens_weights() -> None:
     assert "Query 2 is" in at.subheader[0].value
 
 
-@pytest.mark.parametrize(("kind", "key", "value"), [("selectbox", "w:token", 4), ("slider", "w:seed", 9),
+@pytest.mark.parametrize(("kind", "key", "value"), [("selectbox", "w:token", 4), ("number_input", "w:seed", 9),
                                                     ("selectbox", "w:mask", "causal")])  # fmt: skip
 def test_the_soft_lookup_reacts_to_its_controls(kind: str, key: str, value) -> None:
     at = app("soft_lookup")

@@ -48,6 +48,7 @@ def texts(at: AppTest) -> str:
 
 
 def run_widget(at: AppTest, kind: str, key: str, value) -> AppTest:
+    kind = "number_input" if kind == "slider" and key.endswith("seed") else kind  # a seed is a number box
     getattr(at, kind)(key=key).set_value(value).run()
     assert not at.exception, [e.value for e in at.exception]
     return at

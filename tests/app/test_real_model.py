@@ -82,7 +82,7 @@ def test_the_toy_toggle_swaps_in_random_weights_of_the_same_shape(run) -> None:
     assert toy.shape == run.weights[3, 1].shape and not torch.allclose(toy, run.weights[3, 1], atol=1e-3)
     torch.testing.assert_close(toy.sum(dim=-1), torch.ones(toy.shape[0]))
     torch.testing.assert_close(drawn(at)["Hidden states entering layer 3"][0], run.hidden_states[3])
-    other = act(at, "slider", "w:seed", 7)
+    other = act(at, "number_input", "w:seed", 7)
     assert not torch.allclose(weights(other), toy)
     back = act(other, "toggle", "w:toy", False)
     torch.testing.assert_close(weights(back), run.weights[3, 1], atol=1e-6, rtol=0)

@@ -123,7 +123,7 @@ def test_one_click_shows_the_raschka_numbers_and_one_more_goes_back() -> None:
     [
         ("slider", "w:d_k", 8),
         ("slider", "w:d_v", 5),
-        ("slider", "w:seed", 7),
+        ("number_input", "w:seed", 7),
         ("selectbox", "w:mask", "causal"),
     ],
 )
@@ -205,7 +205,7 @@ def test_every_stage_has_a_sentence_to_say() -> None:
 def test_a_link_with_good_parameters_opens_that_view() -> None:
     at = app(seed="7", d_k="8", d_v="5", heads="2", mask="causal", sentence="the cat sat on the mat", token="3")
     assert not at.warning and not at.error
-    assert at.slider(key="w:seed").value == 7
+    assert at.number_input(key="w:seed").value == 7
     assert at.slider(key="w:d_k").value == 8
     assert at.slider(key="w:d_v").value == 5
     assert at.slider(key="w:heads").value == 2
@@ -242,12 +242,12 @@ def test_a_malformed_link_opens_the_defaults_with_a_warning(params: dict, named:
     assert len(at.warning) == 1 and ui.plain(named) in at.warning[0].value  # names are shown escaped
     assert not at.error
     for key, default in DEFAULTS.items():
-        assert at.slider(key=key).value == default
+        assert (at.number_input if key == "w:seed" else at.slider)(key=key).value == default  # a seed: a number box
     assert at.selectbox(key="w:mask").value == "none"
     assert round(float(table(at).set_index("key").loc["1 Life", "weight"]), 4) == DEFAULT_WEIGHT
     # the rejected values are dropped from the URL, and the next change clears the warning
     assert all(name not in at.query_params for name in params)
-    at.slider(key="w:seed").set_value(8).run()
+    at.number_input(key="w:seed").set_value(8).run()
     assert not at.exception and not at.warning
     assert_shows_compute(at)
 

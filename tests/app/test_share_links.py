@@ -246,7 +246,7 @@ def test_unknown_link_keys_are_dropped_from_the_address_with_a_warning(unknown: 
     else:
         assert f"it has {unknown + 1:,} parameters" in warned and "taken out of the address" in warned
         assert at.session_state["p:heads"] == ui.PARAMS["heads"].default
-    at.slider(key="w:seed").set_value(7).run()  # the learner moves on: the warning goes, the link holds the view
+    at.number_input(key="w:seed").set_value(7).run()  # the learner moves on: the warning goes, the link holds the view
     assert not [w for w in at.warning if "link" in w.value] and written(at).get("seed") == "7"
 
 

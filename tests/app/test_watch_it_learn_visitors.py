@@ -126,7 +126,7 @@ def test_a_visitor_has_one_queued_run_and_a_leaver_s_queued_run_is_cancelled(
         first = tabs.press("a", tabs.visit("a", 1))
         page = tabs.press("d", tabs.visit("d", 4))
         assert "Queued: 1 run ahead of this one" in said(page)
-        page.slider(key="w:train_seed").set_value(5)
+        page.number_input(key="w:train_seed").set_value(5)
         tabs.rerun("d", page)  # another setting: the page says that Play here cancels the queued one
         assert "Your run of another setting waits in the queue: Play here cancels it" in said(page)
         tabs.press("d", page)

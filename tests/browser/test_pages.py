@@ -135,8 +135,17 @@ def assert_clean(page, page_errors: list[str], expected_errors: int = 0) -> None
 
 
 def slider(page, name: str):
-    """The slider whose label contains `name` (d_k, seed, ...): a react-aria input type=range."""
-    return page.get_by_role("slider", name=re.compile(rf"\b{re.escape(name)}\b"))
+    """The slider whose label contains `name` (d_k, Decoding step, ...): a react-aria input type=range; for a seed,
+    its number box (ui.widgets.is_seed: an input type=number)."""
+    role = "spinbutton" if name == "seed" else "slider"
+    return page.get_by_role(role, name=re.compile(rf"\b{re.escape(name)}\b"))
+
+
+def step_up(page, name: str) -> None:
+    """One step up on the control, from the keyboard: → on a slider; ↑ then Enter (which applies it) in a seed's box."""
+    slider(page, name).focus()
+    for key in ("ArrowUp", "Enter") if name == "seed" else ("ArrowRight",):
+        page.keyboard.press(key)
 
 
 def nav_paths(page) -> set[str]:
@@ -210,12 +219,10 @@ def test_root_is_the_course_map_with_just_explore_one_click_away(page, app_url, 
 def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, name):
     open_page(page, app_url, "self_attention")
     wait_for_charts(page)
-    control = slider(page, name)
-    before_value = int(control.input_value())
+    before_value = int(slider(page, name).input_value())
     before_charts, before_text = chart_texts(page), main_text(page)
 
-    control.focus()
-    page.keyboard.press("ArrowRight")
+    step_up(page, name)
     page.wait_for_function(
         f"(before) => JSON.stringify(({CHART_TEXTS_JS})([...document.querySelectorAll('{CHARTS}')]))"
         " !== JSON.stringify(before)",
@@ -246,9 +253,7 @@ LEGEND_PIXELS_JS = """() => [...document.querySelectorAll('.al-heatmap[data-draw
 def test_legends_keep_their_colour_bars_when_a_slider_rewrites_the_url(page, app_url, page_errors):
     open_page(page, app_url, "self_attention")
     wait_for_charts(page)
-    control = slider(page, "seed")
-    control.focus()
-    page.keyboard.press("ArrowRight")  # every chart redraws, and the URL gains ?seed=124
+    step_up(page, "seed")  # every chart redraws, and the URL gains ?seed=124
     poll(lambda: parse_qs(urlparse(page.evaluate("location.href")).query).get("seed"), lambda v: v == ["124"])
     settle(page)
     wait_for_charts(page)
@@ -290,8 +295,7 @@ def test_share_link_opens_the_view_in_a_new_context(browser, page, app_url, page
 def test_controls_write_a_link_that_reopens_the_view(browser, page, app_url, page_errors):
     open_page(page, app_url, "self_attention")
     wait_for_charts(page)
-    slider(page, "seed").focus()
-    page.keyboard.press("ArrowRight")
+    step_up(page, "seed")
     page.wait_for_function("() => new URLSearchParams(location.search).get('seed') === '124'")
     settle(page)
     choose(page, re.compile("mask", re.I), "causal")
@@ -390,8 +394,7 @@ def test_step_mode_follows_a_presenters_clicker_and_fits_a_projector(page, app_u
     press_and_wait(page, "PageUp", 2)
     press_and_wait(page, "ArrowLeft", 1)
     # arrows typed on a control move the control, not the stage
-    slider(page, "seed").focus()
-    page.keyboard.press("ArrowRight")
+    step_up(page, "seed")
     page.wait_for_function("() => new URLSearchParams(location.search).get('seed') === '124'")
     settle(page)
     assert stage_sequence(page) == [1]

@@ -118,7 +118,7 @@ def test_the_app_never_seeds_or_draws_from_torchs_global_rng(monkeypatch) -> Non
         at.run()  # the course's map, the default page
         at.switch_page("pages/self_attention.py").run()
         for seed in (1, 77, 9999, 0):
-            at.slider(key="w:seed").set_value(seed).run()
+            at.number_input(key="w:seed").set_value(seed).run()
             assert not at.exception, [e.value for e in at.exception]
             assert not at.error
         at.toggle(key="w:stepmode").set_value(True).run()
