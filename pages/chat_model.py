@@ -41,10 +41,12 @@ c[0].caption("The model's probabilities for the token after the prompt: softmax(
 
 n = int(chat.p("generate"))
 generation = chat.generated(prompt.ids, n, temperature, top_k)
+asked, n = n, min(n, len(generation))  # a link's many tokens come over several clicks (chat.STEPS_PER_RUN)
 row = st.container(horizontal=True, vertical_alignment="center")
 row.button("Generate one token", on_click=chat.add_token, args=(n + 1,), disabled=n >= S.MAX_GENERATE,
            icon=":material/arrow_forward:")  # fmt: skip
 row.button("Start again", on_click=chat.add_token, args=(0,), disabled=n == 0)
+chat.generation_bound(asked, n)
 if n:
     new = generation.tokens[:n]
     chat.token_chips([*prompt.tokens, *S.labels(model, new)], generated_from=len(prompt.ids))

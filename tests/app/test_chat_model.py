@@ -116,6 +116,10 @@ def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeyp
     from server import budget
 
     at = page(chat_generate="19", chat_induction="false")
+    for _ in range(2):  # a link's tokens come STEPS_PER_RUN a click (issue 50): Continue makes the next ones
+        assert "This link asks for 19 generated tokens" in texts(at)
+        at.button(key="chat:continue").click().run()
+    assert "Step 19:" in texts(at) and "This link asks for" not in texts(at)
     calls = []
     run_ids = S.run_ids
 
@@ -183,3 +187,45 @@ def test_switching_off_the_induction_head_reports_the_largest_changes_with_white
     at = page(chat_induction="true", chat_layer=best[1], chat_head=best[2], chat_ablate="head")
     caption = next(c.value for c in at.caption if "Largest changes among the top tokens" in c.value)
     assert caption.count("→") >= 2  # several tokens, each before → after
+
+
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
+def test_a_link_asking_for_many_tokens_makes_a_bounded_few_a_click_and_says_so(monkeypatch) -> None:
+    """Issue 50: `chat_generate=64` in a link cost 270 CPU-s in one page run. One run makes at most STEPS_PER_RUN."""
+    from ui.pages import chat
+
+    monkeypatch.setattr(chat, "STEPS_PER_RUN", 3)
+    steps = []
+    generate_next = S.generate_next
+    monkeypatch.setattr(S, "generate_next", lambda *a: steps.append(1) or generate_next(*a))
+    at = page(chat_generate="64", chat_prompt="A link of its own asks for many tokens")
+    assert not at.exception and len(steps) == 3
+    said = texts(at)
+    assert "Step 3:" in said and "This link asks for 64 generated tokens; 3 are made so far" in said
+    assert "at most 3 a click" in said
+    at.button(key="chat:continue").click().run()
+    assert not at.exception and len(steps) == 6 and "Step 6:" in texts(at)
+    next(b for b in at.button if b.label == "Generate one token").click().run()  # the visitor steps on from there
+    assert len(steps) == 7 and "Step 7:" in texts(at) and "This link asks for" not in texts(at)
+
+
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
+def test_a_run_waiting_for_memory_leaves_a_visitor_s_generation_and_prompt_run_theirs(monkeypatch) -> None:
+    """Issue 50: every run that waited for memory cleared the chat page's caches, so each visitor's next click ran
+    the prompt again (a large run) and regenerated every token so far. Now the next click is one model step."""
+    from server import budget
+
+    at = page(chat_generate="3", chat_prompt="Eviction must not take away what a visitor steps through")
+    assert "Step 3:" in texts(at)
+    calls = []
+    run_ids = S.run_ids
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[1]))
+        return run_ids(*args, **kwargs)
+
+    monkeypatch.setattr(S, "run_ids", counted)
+    monkeypatch.setattr(S.generation, "run_ids", counted)
+    budget.SERVER.evict_all()  # what a run that does not fit the memory calls, as often as it polls
+    next(b for b in at.button if b.label == "Generate one token").click().run()
+    assert not at.exception and calls == [1] and "Step 4:" in texts(at)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import html
+import os
 import threading
 from collections.abc import Sequence
 
@@ -19,8 +20,10 @@ import streamlit as st
 import torch
 
 from attention import Result
+from attention.basics.budget import held_bytes
 from attention.models import smollm2 as S
-from server import budget
+from server import budget, sessions
+from server.shared import Shared, Turns
 from server.warmup import lazy
 
 from ..charts import chart
@@ -32,7 +35,14 @@ alt = lazy("altair")
 PREFIX = "chat_"  # the page's parameters in the URL: chat_layer, chat_head, ... (ui.state reads smollm2.SETTINGS)
 # A kept run is about 12 MB at 64 tokens (`smollm2.slim`): a few prompts. A generation of 64 tokens after 64 holds
 # about 13 MB (its cache of 128 tokens, 5.9 MB, and every step's row of attention): a few prompts and settings.
-PROMPT_RUNS, GENERATIONS = 4, 6
+# What a visitor is stepping through (their prompt's run and their generation) is held for them (server/shared.py):
+# a run elsewhere that waits for memory does not take it away, while they use it (HOLD_S since their last click)
+# and within HOLD_MB for each of the two (three visitors at the largest prompt and generation).
+KEPT_MB, HOLD_MB, HOLD_S = 24, float(os.environ.get("ATTENTION_LAB_CHAT_HOLD_MB", 40)), 90.0
+# What one page run generates at most: a link's chat_generate=64 is made over several clicks, each step a turn in a
+# fair queue of the generating visitors (issue 50: one link's 64 tokens cost minutes of CPU in one go).
+STEPS_PER_RUN = int(os.environ.get("ATTENTION_LAB_CHAT_STEPS_PER_RUN", 8))
+STEP_TURNS = Turns(slots=int(os.environ.get("ATTENTION_LAB_CHAT_STEP_SLOTS", 1)))  # model steps at once, server-wide
 
 
 def p(name: str):
@@ -46,10 +56,18 @@ def p(name: str):
 # Every forward is admitted against the server's memory budget (server/budget.py) for its peak (`smollm2.run_bytes`)
 # before it runs, and what the caches keep holds its bytes there: a chat visitor waits, as a large toy run does,
 # rather than pass the server's memory limit.
-@st.cache_resource(max_entries=PROMPT_RUNS, ttl=3600, show_spinner=False)
+RUNS = Shared(KEPT_MB * budget.MB, held_bytes, hold_bytes=int(HOLD_MB * budget.MB), hold_s=HOLD_S)
+GENERATIONS = Shared(KEPT_MB * budget.MB, lambda g: g[0].nbytes, hold_bytes=int(HOLD_MB * budget.MB), hold_s=HOLD_S)
+
+
 def _prompt_run(ids: tuple[int, ...]) -> S.Run:
-    model = S.load()
-    return budget.admitted(S.run_bytes(model, len(ids)), lambda: S.slim(S.run_ids(model, ids)))
+    """The prompt's run, shared by every session and held for the visitor whose page draws it."""
+
+    def make() -> S.Run:
+        model = S.load()
+        return budget.admitted(S.run_bytes(model, len(ids)), lambda: S.slim(S.run_ids(model, ids)))
+
+    return RUNS.get(ids, make, "The chat model reads the prompt…", holder=sessions.current())
 
 
 def ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> torch.Tensor:
@@ -85,8 +103,11 @@ def head_or_warn(ids: tuple[int, ...], layer: int, head: int) -> Result | None:
 
 @budget.evictor
 def _free_cached() -> None:
-    """The budget is short: the kept runs go (their bytes return once no session draws them)."""
-    for cached in (_prompt_run, _generation, _ablated_logits, head_result):
+    """The budget is short: the kept runs go (their bytes return once no session draws them), but for what
+    visitors are stepping through (`Shared.let_go`)."""
+    RUNS.let_go()
+    GENERATIONS.let_go()
+    for cached in (_ablated_logits, head_result):
         cached.clear()
 
 
@@ -121,35 +142,75 @@ def run(ids: tuple[int, ...]) -> S.Run:
         return _prompt_run(ids)
 
 
-@st.cache_resource(max_entries=GENERATIONS, ttl=1800, show_spinner=False)
 def _generation(ids: tuple[int, ...], temperature: float, top_k: int) -> tuple[S.Generation, threading.Lock]:
-    """The prompt's generation at these settings, shared by every session and grown as far as any asked (its lock:
-    one session grows it at a time)."""
-    return S.Generation.after(_prompt_run(ids), temperature, top_k), threading.Lock()
+    """The prompt's generation at these settings, shared by every session, grown as far as any asked (its lock:
+    one session grows it at a time) and held for the visitor stepping through it."""
+    return GENERATIONS.get(
+        (ids, temperature, top_k),
+        lambda: (S.Generation.after(_prompt_run(ids), temperature, top_k), threading.Lock()),
+        holder=sessions.current(),
+    )
 
 
 def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> S.Generation:
-    """The prompt's generation at these settings with at least n tokens: each token not generated yet costs one
-    model step (admitted against the server's budget, its growth held there while the generation lives), one
-    already generated none. The page stopped with a message when the server's memory cannot take a step now."""
+    """The prompt's generation at these settings, grown towards n tokens by at most STEPS_PER_RUN in this run (a
+    page shows min(n, len(generation)): `generation_bound` says the rest): each token not generated yet costs one
+    model step, one turn in the generating visitors' fair queue (`STEP_TURNS`), admitted against the server's budget
+    (its growth held there while the generation lives); one already generated none. The page stopped with a
+    message when the server's memory cannot take a step now."""
     with or_stop("The next generated token"):
         generation, lock = _generation(ids, temperature, top_k)
-    if len(generation) >= n:
+    target = min(n, len(generation) + STEPS_PER_RUN)
+    if len(generation) >= target:
         return generation
     model = S.load()
-    with lock:  # another session may be growing it: the tokens it made are ours too (the same seeds)
-        missing = n - len(generation)
-        many = st.spinner(f"Generating {missing} tokens, one model step each…", show_time=True)
-        with many if missing > 1 else contextlib.nullcontext():
-            while len(generation) < n:
-                with or_stop("The next generated token"):
-                    budget.admitted(
-                        S.generation_step_bytes(model, generation),
-                        lambda: S.generate_next(model, generation),
-                        held=lambda grown: grown,
-                        holder=lambda _: generation,
-                    )
+    missing = target - len(generation)
+    many = st.spinner(f"Generating {missing} tokens, one model step each, in turn with other visitors…",
+                      show_time=True)  # fmt: skip
+    with many if missing > 1 else contextlib.nullcontext():
+        while len(generation) < target:
+            with lock:  # another session may be growing it: the tokens it made are ours too (the same seeds)
+                if len(generation) >= target:
+                    break
+                _step(model, generation)
     return generation
+
+
+def _step(model: S.Model, generation: S.Generation) -> None:
+    """One model step in turn: the visitors generating at once take one step a turn, in the order they asked."""
+    line = st.empty()
+
+    def waiting(ahead: int) -> None:
+        line.caption(f"Waiting for a turn of the model: {ahead} step{'s' if ahead != 1 else ''} of other visitors "
+                     "first (each visitor generating takes one step a turn).")  # fmt: skip
+
+    try:
+        with STEP_TURNS.turn(budget.WAIT_S, waiting):
+            line.empty()
+            with or_stop("The next generated token"):
+                budget.admitted(
+                    S.generation_step_bytes(model, generation),
+                    lambda: S.generate_next(model, generation),
+                    held=lambda grown: grown,
+                    holder=lambda _: generation,
+                )
+    except TimeoutError:
+        stop(f"The next generated token waited {budget.WAIT_S:.0f} s for its turn: many visitors are generating "
+             "now. Press the button again in a moment.", kind="warning")  # fmt: skip
+
+
+def generation_bound(asked: int, shown: int) -> None:
+    """Where a link asks for more tokens than one page run makes (STEPS_PER_RUN), say so politely, with the button
+    that makes the next ones."""
+    if shown >= asked:
+        return
+    st.info(
+        f"This link asks for {asked} generated tokens; {shown} are made so far. The server makes at most "
+        f"{STEPS_PER_RUN} a click, one model step at a time in turn with the other visitors, so that one link "
+        "cannot hold the model for minutes: press **Continue** for the next ones.",
+        icon=":material/hourglass_top:",
+    )
+    st.button("Continue", icon=":material/fast_forward:", key="chat:continue")
 
 
 # ---------------------------------------------------------------------------------------- callbacks
