@@ -1,9 +1,12 @@
 """The class poll across two real servers sharing one redis-server, in Chromium: the projector on one replica, the
 learners (phones, 390 x 844) on the other. Every answer counts on the projector; a learner's replica stopping loses
-none; Redis frozen for a moment pauses the poll (the page says so, nothing breaks) and it resumes by itself."""
+none; Redis frozen for a moment pauses the poll (the page says so, nothing breaks) and it resumes by itself. One
+client cannot stuff the count (a token it made up is replaced by the server's; a paused reload keeps the token) nor
+fill the server with rooms (issue 50)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -107,5 +110,65 @@ def test_answers_through_one_replica_count_on_the_other_and_survive_it(room) -> 
             wait_text(projector, "The answer:")
             assert "✓ 1: 2 (67 %)" in projector.inner_text("body")
             projector.screenshot(path=str(SHOTS / "poll-projector-revealed.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_a_made_up_token_a_pause_and_a_flood_from_one_client_are_held(room) -> None:
+    """Issue 50, in Chromium against a real server and Redis: a learner whose link carries a token it made up gets
+    the server's; that token stays in the address through a paused reload and a reload after it, so the room counts
+    one answer from one device joined; and an address that has opened as many rooms as an address may is refused
+    with advice, while another address still opens one."""
+    from playwright.sync_api import sync_playwright
+
+    from server.poll import ROOMS_PER_ADDRESS, Poll, PollError, RedisStore
+
+    redis, (a, _), _procs, chromium = room
+    rooms_view = Poll(RedisStore(redis.url))  # another replica's view of the same rooms
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=live_server.CHROMIUM_ARGS)
+        try:
+            projector = browser.new_page(viewport={"width": 1024, "height": 768})
+            projector.goto(a + "/poll_room", timeout=120_000)
+            projector.get_by_role("button", name="Open a room").click(timeout=120_000)
+            projector.get_by_role("button", name="Ask").click(timeout=60_000)
+            wait_text(projector, "^Answered$")
+            code = re.search(r"Room code\s+([A-Z2-9]{5})", projector.inner_text("body")).group(1)
+
+            forged = "A" * 27
+            phone = browser.new_context(**PHONE).new_page()
+            phone.goto(f"{a}/poll?room={code}&voter={forged}", timeout=120_000)
+            phone.get_by_role("button", name="1", exact=True).click(timeout=60_000)
+            wait_text(phone, "^Your answer")
+            token = re.search(r"voter=([A-Za-z0-9_-]+)", phone.url).group(1)
+            assert token != forged and rooms_view.holds(code, token)
+
+            os.kill(redis.process.pid, signal.SIGSTOP)
+            try:
+                phone.reload()
+                wait_text(phone, "The poll is paused", 30)
+                phone.wait_for_timeout(1500)  # the paused run has written its address
+                assert f"voter={token}" in phone.url and f"room={code}" in phone.url
+            finally:
+                os.kill(redis.process.pid, signal.SIGCONT)
+            phone.reload()
+            wait_text(phone, "^Your answer", 30)
+            assert f"voter={token}" in phone.url
+            deadline = time.monotonic() + 30
+            while answered(projector) != "1" and time.monotonic() < deadline:
+                time.sleep(0.3)
+            values = [v.strip() for v in projector.get_by_test_id("stMetricValue").all_inner_texts()]
+            assert values == ["1", "1"], values  # one answer, from one device joined
+
+            # The flood: this browser's address (loopback: the server's own machine) has opened as many rooms as
+            # an address may (the rest opened through another replica), and is told what to do instead.
+            with contextlib.suppress(PollError):  # the projector's own room counted already
+                for _ in range(ROOMS_PER_ADDRESS[0]):
+                    rooms_view.open(None)
+            flooding = browser.new_page()
+            flooding.goto(a + "/poll_room", timeout=120_000)
+            flooding.get_by_role("button", name="Open a room").click(timeout=120_000)
+            wait_text(flooding, "Keep using a room you opened")
+            assert rooms_view.open("198.51.100.60")  # another address is not held back
         finally:
             browser.close()
