@@ -5,6 +5,8 @@ learner's inputs at that moment; no answer is stored anywhere.
                  defaults, where it gets a model's run (`RUNS`, `runner`)
     toy.py       lessons 1 to 9, on the toy computation: the soft lookup to FlashAttention's tiles
     models.py    lessons 10 to 12, on real runs: MiniLM's special tokens, SmolLM2's induction head, a tiny model's fall
+
+Every word of the course counts tokens, heads and layers from 1; the inputs keep the pages' 0-based URL values.
 """
 
 from .models import (
@@ -29,9 +31,12 @@ from .question import (
     forward,
     inputs_for,
     query_token,
+    rope_width,
     runner,
+    sentence_problem,
     tokenize,
     toy_config,
+    toy_problem,
     toy_result,
 )
 from .toy import CROSS, FLASH, KV_CACHE, MASKS, MULTI_HEAD, POSITION, SCALING, SOFT_LOOKUP, SOFTMAX, SWEEP_SEEDS
@@ -44,12 +49,20 @@ QUESTIONS = {
     )
 }  # fmt: skip
 
+# The short route for a 50-minute class (docs/course/50-minutes.md): seven lessons, 44 of the course's 77 minutes,
+# leaving six to open and close. It keeps the mechanism (lookup, scaling, masks, heads, positions) and the two that
+# make it real (the cache a chat model keeps, an induction head in a trained model); it leaves out the softmax's
+# doubling (the scaling lesson shows the same sharpening), cross-attention, FlashAttention, the encoder's sinks
+# (lesson 11 shows a sink too) and the training run (it waits for a run of its own).
+SHORT_ROUTE = ("soft_lookup", "scaling", "masks", "multi_head", "position", "kv_cache", "chat_model")
+
 __all__ = [
     "DEFAULT_RUNNERS",
     "INDUCTION_LENGTH",
     "LESSON_RUN",
     "QUESTIONS",
     "RUNS",
+    "SHORT_ROUTE",
     "SWEEP_SEEDS",
     "Question",
     "Truth",
@@ -62,9 +75,12 @@ __all__ = [
     "inputs_for",
     "lesson_settings",
     "query_token",
+    "rope_width",
     "runner",
+    "sentence_problem",
     "steepest_fall",
     "tokenize",
     "toy_config",
+    "toy_problem",
     "toy_result",
 ]

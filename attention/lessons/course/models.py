@@ -13,9 +13,14 @@ from .question import (
     Question,
     Truth,
     numbered,
+    quoted,
     runner,
+    sentence_problem,
     top_keys,
 )
+
+# The course counts layers, heads and tokens from 1 in all its words; the inputs (the URL's layer, head, token) keep
+# the pages' own 0-based values, so a prompt says layer + 1.
 
 # 10. A real encoder's heads: what share of the weight goes to the special tokens ------------------------------------
 SHARES = ("Under a quarter", "A quarter to a half", "A half to three quarters", "Over three quarters")
@@ -28,14 +33,25 @@ def _share(share: float, where: str, why: str) -> Truth:
     return Truth(k, f"{share:.0%} ({SHARES[k].lower()})", f"{where} {why}", buckets | {k})
 
 
+MINILM_LAYERS, MINILM_HEADS = 6, 12  # all-MiniLM-L6-v2's shape (the Real model page's layer and head pickers)
+
+
+def _encoder_problem(inputs: Inputs) -> str | None:
+    layer, head = int(inputs["layer"]), int(inputs["head"])
+    if not 0 <= layer < MINILM_LAYERS or not 0 <= head < MINILM_HEADS:
+        return (f"all-MiniLM-L6-v2 has {MINILM_LAYERS} layers of {MINILM_HEADS} heads: pick layer 1 to "
+                f"{MINILM_LAYERS} and head 1 to {MINILM_HEADS} under Your inputs.")  # fmt: skip
+    return sentence_problem(inputs)
+
+
 def _encoder(inputs: Inputs) -> Truth:
     model = minilm.load()
     reading = minilm.read(model, str(inputs["sentence"]))
     layer, head = int(inputs["layer"]), int(inputs["head"])
     share = float(reading.scores.sink[layer, head])
-    return _share(share, f"Layer {layer}, head {head} puts {share:.0%} of each query's weight on [CLS] and [SEP].",
-                  "Many trained heads park weight there when they have nothing to read: a large weight on a "
-                  "token whose value moves almost nothing (Kobayashi et al. 2020).")  # fmt: skip
+    return _share(share, f"Layer {layer + 1}, head {head + 1} puts {share:.0%} of each query's weight on [CLS] and "
+                  "[SEP].", "Many trained heads park weight there when they have nothing to read: a large weight on "
+                  "a token whose value moves almost nothing (Kobayashi et al. 2020).")  # fmt: skip
 
 
 ENCODER = Question(
@@ -43,13 +59,15 @@ ENCODER = Question(
     "choice",
     ("sentence", "layer", "head"),
     lambda i: (
-        f"all-MiniLM-L6-v2 reads “{str(i['sentence'])[:80]}”. In layer {int(i['layer'])}, head "
-        f"{int(i['head'])}, what share of each query's weight goes to the special tokens [CLS] and [SEP] (mean over "
-        "the queries)?"
+        f"all-MiniLM-L6-v2 reads {quoted(str(i['sentence']))}; in layer {int(i['layer']) + 1} of {MINILM_LAYERS}, "
+        f"head {int(i['head']) + 1} of {MINILM_HEADS}, what share of each query's weight goes to the special tokens "
+        "[CLS] and [SEP] (mean over the queries)?"
     ),
     _encoder,
     options=lambda i: SHARES,
     defaults={"sentence": minilm.DEFAULT_SENTENCE, "layer": 3, "head": 1},
+    misconceptions=lambda i: {"under a quarter: two tokens out of a dozen get their fair share": 0},
+    refuse=_encoder_problem,
 )
 
 
@@ -95,27 +113,44 @@ def induction_head(inputs: Inputs) -> Induction:
 
 
 def _induction(inputs: Inputs) -> Truth:
-    ids, keys = induction_prompt(inputs)
+    _, keys = induction_prompt(inputs)
     found = induction_head(inputs)
     i, n = induction_query(inputs), INDUCTION_LENGTH
     best = top_keys(found.row)
     j = min(best)
     weight = float(found.row[j])
-    head = f"Layer {found.layer}, head {found.head} (induction score {found.score:.2f})"
-    if i >= n and j == i - n + 1:
-        why = (
-            f"{head} puts {weight:.0%} on {keys[j]}, the token right after the earlier copy of {keys[i]}: it "
-            "finds where this token came before and reads what followed, so the model can copy it."
-        )
+    head = f"Layer {found.layer + 1}, head {found.head + 1} (induction score {found.score:.2f})"
+    target = i - n + 1 if i >= n else None  # the token after the earlier copy of the query's token
+    if i == 0:
+        why = f"{head}: {keys[0]} is the first token and can only read itself, so all its weight is there."
+    elif j == target:
+        why = (f"{head} puts {weight:.0%} on {keys[j]}, the token right after the earlier copy of {keys[i]}: it "
+               "finds where this token came before and reads what followed, so the model can copy it.")  # fmt: skip
     elif j == 0:
         why = f"{head} parks {weight:.0%} on the first token, the sink: " + (
             "in the first copy the token has no earlier copy to look up, so the head has nothing to read."
-            if i < n
+            if target is None
             else "here it has not found the earlier copy."
         )
     else:
-        why = f"{head} puts {weight:.0%} on {keys[j]}."
-    return Truth(j, f"{keys[j]} (weight {weight:.2f})", why, best)  # fmt: skip
+        where = ("the earlier copy of the same token, one before the token that followed it" if i >= n and j == i - n
+                 else "the query itself" if j == i else "the token just before the query" if j == i - 1
+                 else "a token of the " + ("first" if j < n else "second") + " copy")  # fmt: skip
+        first = " In the first copy the token has no earlier copy to look up." if target is None else ""
+        why = f"{head} puts {weight:.0%} on {keys[j]}, {where}.{first}"
+    if target is not None and j != target:
+        why += f" The token after the earlier copy, {keys[target]}, gets {float(found.row[target]):.0%}."
+    return Truth(j, f"{keys[j]} (weight {weight:.2f})", why, best)
+
+
+def _induction_misconceptions(inputs: Inputs) -> dict[str, float]:
+    i, n = induction_query(inputs), INDUCTION_LENGTH
+    wrong = {"itself: the query's own token": i}
+    if i >= 1:
+        wrong["the token just before the query"] = i - 1
+    if i >= n:
+        wrong["the earlier copy of the same token, not the token after it"] = i - n
+    return wrong
 
 
 def _induction_words(inputs: Inputs) -> str:
@@ -135,6 +170,7 @@ INDUCTION = Question(
     _induction,
     options=lambda i: induction_prompt(i)[1][: induction_query(i) + 1],
     defaults={"seed": 0, "token": 30},
+    misconceptions=_induction_misconceptions,
 )
 
 
@@ -177,25 +213,39 @@ def _fall(inputs: Inputs) -> Truth:
     share = fall.drop / total if total > 0 else 0.0
     sudden = share >= 0.1 and fall.step - fall.before <= settings.steps // 10
     formed = run.formed
-    head = f" {formed.name} formed at step {formed.step}." if formed is not None else " No head formed in this run."
-    how = (f"Suddenly: {share:.0%} of the whole fall ({fall.start:.2f} → {fall.end:.2f} nats) happens between step "
-           f"{fall.before} and {fall.step}, once a head finds the token after the earlier copy." if sudden
-           else f"Slowly: no stretch of {settings.every} steps carries much of the fall ({fall.start:.2f} → "
-           f"{fall.end:.2f} nats).")  # fmt: skip
+    head = (f" Layer {formed.layer + 1}'s head {formed.head + 1} formed at step {formed.step}." if formed is not None
+            else " No head formed in this run.")  # fmt: skip
+    how = (f"It falls suddenly: {share:.0%} of the whole fall ({fall.start:.2f} → {fall.end:.2f} nats) happens "
+           f"between step {fall.before} and {fall.step}, once a head finds the token after the earlier copy."
+           if sudden else f"It falls slowly: no stretch of {settings.every} steps carries much of the fall "
+           f"({fall.start:.2f} → {fall.end:.2f} nats); the steepest is between step {fall.before} and "
+           f"{fall.step}.")  # fmt: skip
     return Truth(fall.step, f"step {fall.step} ({fall.drop:.2f} nats lost since step {fall.before})", how + head)
+
+
+def _fall_words(inputs: Inputs) -> str:
+    s = lesson_settings(inputs)
+    return (
+        f"A {s.layers}-layer attention-only model with {s.heads} heads a layer learns to continue a repeated run of "
+        f"tokens ({s.steps} steps, seed {s.seed}, its loss measured every {s.every} steps). Near which step does its "
+        f"loss on the repeated half fall fastest? Right means within ±{FALL_TOLERANCE} steps of the lab's step."
+    )
+
+
+FALL_TOLERANCE = 80  # four snapshots either side, a tenth of the run
 
 
 FALL = Question(
     "watch_it_learn",
     "number",
     ("train_seed",),
-    lambda i: (
-        f"A 2-layer attention-only model learns to continue a repeated run of tokens ({LESSON_RUN['steps']} steps, "
-        f"seed {int(i['train_seed'])}). Will its loss fall slowly or suddenly? Near which step does it fall fastest?"
-    ),
+    _fall_words,
     _fall,
     lo=0,
     hi=tiny.SETTINGS["steps"].hi,
-    tolerance=80,  # four snapshots either side, a tenth of the run
+    tolerance=FALL_TOLERANCE,
     bounds=lambda i: (0, LESSON_RUN["steps"]),
+    # a loss that falls fastest at the start (a textbook curve) would fall fastest by the first snapshot; where the
+    # lab's step is that close, the margin narrows to half the distance (Question._margin)
+    misconceptions=lambda i: {"at the start, as a textbook learning curve falls": lesson_settings(i).every},
 )
