@@ -4,8 +4,10 @@ import streamlit as st
 
 import ui
 from attention.llm import decoding
+from attention.models import circuits as circuits_math
 from attention.models import smollm2 as S
-from ui.pages import chat
+from attention.models.circuits import chat as circuits
+from ui.pages import chat, llm
 
 st.title("Inside a chat model")
 st.caption(
@@ -80,6 +82,64 @@ st.caption(
     f"Click a cell to open that head (outlined: layer {layer}, head {head}). Highest {S.BEHAVIOURS[behaviour]} "
     f"score: layer {best[0]}, head {best[1]} ({float(scores[behaviour].max()):.2f})."
 )
+
+st.subheader("What each head writes")
+writes = llm.writes_or_warn(prompt.ids)
+if writes is not None:
+    candidates = [int(i) for i in run.logits[-1].topk(10).indices]
+    name = lambda i: f"“{chat.visible(S.labels(model, [i])[0])}”"  # noqa: E731
+    c = st.columns(2)
+    target = c[0].selectbox("The next token", candidates, format_func=name, key="chat:target",
+                            help="Whose logit to split: the model's 10 most probable next tokens.")  # fmt: skip
+    versus = c[1].selectbox("Minus the logit of", [None, *candidates], key="chat:versus",
+                            format_func=lambda i: "nothing" if i is None else name(i),
+                            help="Split a difference of two logits: which heads prefer one to the other.")  # fmt: skip
+    split = circuits.attribution(model, writes, target, versus)
+    grid = circuits_math.by_head(split, model.n_layers, model.heads)
+    what = f"logit[{name(target)}]" + ("" if versus is None else f" − logit[{name(versus)}]")
+    cell = ui.heatmap(grid, [f"L{i}" for i in range(model.n_layers)], [f"h{h}" for h in range(model.heads)],
+                      title=f"Each head's direct contribution to {what}", key="chat:writes", selectable="cell",
+                      annotate=False)  # fmt: skip
+    if cell is not None and divmod(cell, model.heads) != (layer, head):
+        chat.go_to(*divmod(cell, model.heads))
+        st.rerun()
+    parts = circuits_math.totals(split)
+    st.caption(
+        f"{what} = {float(split.logit):.2f} = the embedding {parts['embed']:+.2f} + the 270 heads "
+        f"{parts['head']:+.2f} + the 30 MLPs {parts['mlp']:+.2f}. Each part of the last token's residual stream, "
+        "divided by the final RMSNorm's scale on the whole stream (frozen), times the norm's weight, on the "
+        "token's unembedding row: the parts add up to the logit exactly. Red pushes the token up, blue down; click "
+        "a cell to open that head here and below."
+    )
+    row = run.weights[layer, head, -1]  # (T,) where the last token looks
+    tok = ui.labels(prompt.tokens)
+    left, right = st.columns(2)
+    ui.heatmap(row[None], ["last"], tok, title=f"Where L{layer}H{head} looks from the last token", kind="weights",
+               key="chat:looks", container=left, annotate=False)  # fmt: skip
+    read = sorted(range(len(row)), key=lambda j: -float(row[j]))[:3]
+    right.markdown(f"**What L{layer}H{head} writes** ({float(grid[layer, head]):+.3f} of {what})")
+    shown = [chat.visible(t) for t in prompt.tokens]
+    right.dataframe(llm.ov_frame(shown, row, read, layer, head, prompt.ids, lambda ids: S.labels(model, ids)),
+                    hide_index=True)  # fmt: skip
+    with st.spinner("The copying score (once per server: Eᵀ E over 49,152 tokens)…"):
+        copying = circuits.head_copying(model, layer, head)
+    right.caption(
+        f"Each row: a token this head reads most, and the tokens its OV circuit (W_E W_V W_O W_U, norm gains "
+        f"folded) writes most when it reads it. Copying score {float(copying.score):+.2f}: Σλ / Σ|λ| over the "
+        "eigenvalues of the OV circuit (Elhage et al. 2021), from the 64 × 64 matrix W_O (W_U W_E) W_V; +1 when "
+        "the head copies what it reads, −1 when it suppresses it."
+    )
+    key = next((j for j in read if j > 0), read[0])
+    qk = circuits.qk(model, writes, layer, head, len(prompt.ids) - 1, key)
+    st.markdown(f"**Why it looks there**: the last token's score for “{shown[key]}” (position {key}), split")
+    st.dataframe(llm.qk_frame(qk), hide_index=True)
+    st.caption(
+        "The key's residual stream is its token's embedding plus what earlier layers wrote at it; both go through "
+        "the layer's RMSNorm with the scale of the whole stream frozen, then W_K. RoPE turns the query and the key "
+        "by their positions: q·k without it is what the contents match, the rest is the rotation's effect. Every "
+        "row adds up exactly; what a part would score alone (under its own norm scale) is not what it adds here, "
+        "and the softmax that follows is not linear."
+    )
 
 st.subheader("One head, step by step")
 c = st.columns(2)

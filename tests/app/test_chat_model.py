@@ -229,3 +229,32 @@ def test_a_run_waiting_for_memory_leaves_a_visitor_s_generation_and_prompt_run_t
     budget.SERVER.evict_all()  # what a run that does not fit the memory calls, as often as it polls
     next(b for b in at.button if b.label == "Generate one token").click().run()
     assert not at.exception and calls == [1] and "Step 4:" in texts(at)
+
+
+def test_what_each_head_writes_splits_the_next_tokens_logit_and_opens_the_chosen_head(run) -> None:
+    from attention.models import circuits
+    from attention.models.circuits import chat as chat_circuits
+
+    prompt, model_run = run
+    model = S.load()
+    trace = chat_circuits.trace(model, prompt.ids)
+    mary, john = S.encode(model, " Mary")[0][0], S.encode(model, " John")[0][0]
+    at = page(chat_layer="23", chat_head="3")
+    grid, rows, cols = heatmaps(at)["Each head's direct contribution to logit[“␣Mary”]"]
+    assert grid.shape == (30, 9) and rows[29] == "L29" and cols[8] == "h8"
+    want = circuits.by_head(chat_circuits.attribution(model, trace, mary), 30, 9)
+    torch.testing.assert_close(grid, want, atol=1e-4, rtol=0)
+    assert f"logit[“␣Mary”] = {float(model_run.logits[-1, mary]):.2f}" in texts(at)
+    looks, _, keys = heatmaps(at)["Where L23H3 looks from the last token"]
+    torch.testing.assert_close(looks[0], model_run.weights[23, 3, -1], atol=1e-5, rtol=0)
+    assert len(keys) == len(prompt.ids)
+    ov = next(d.value for d in at.dataframe if "it writes most" in d.value.columns)
+    assert len(ov) == 3 and ov["weight"].is_monotonic_decreasing
+    qk = next(d.value for d in at.dataframe if "RoPE's rotation adds" in d.value.columns)
+    key = int(ov["position"].iloc[0]) if int(ov["position"].iloc[0]) > 0 else int(ov["position"].iloc[1])
+    score = float(model_run.queries[23, 3, -1] @ model_run.keys[23, 1, key]) / 8
+    assert float(qk["score (÷√64)"].iloc[-1]) == pytest.approx(score, abs=1e-4)
+    at.selectbox(key="chat:versus").set_value(john).run()
+    diff, _, _ = heatmaps(at)["Each head's direct contribution to logit[“␣Mary”] − logit[“␣John”]"]
+    torch.testing.assert_close(diff, want - circuits.by_head(chat_circuits.attribution(model, trace, john), 30, 9),
+                               atol=1e-4, rtol=0)  # fmt: skip

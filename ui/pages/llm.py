@@ -162,3 +162,66 @@ def columns_up_to(mask: torch.Tensor, stop: int) -> torch.Tensor:
     """(T_q, T_k) mask with the columns from `stop` on blocked too: the keys not visited yet."""
     visited = torch.arange(mask.shape[1]) < stop  # (T_k,)
     return mask & visited[None, :]  # (T_q, T_k)
+
+
+# --------------------------------------------------------------------------- what a head writes (chat page)
+
+
+@st.cache_resource(max_entries=4, ttl=1800, show_spinner=False)
+def _writes(ids: tuple[int, ...]):
+    """The circuits' trace of a prompt (`attention.models.circuits.chat.trace`), admitted for a kept run's peak."""
+    from attention.models import smollm2 as S
+    from attention.models.circuits import chat as circuits
+
+    model = S.load()
+    # what it keeps (about 5 MB at 64 tokens) is held while its residual stream lives (a NamedTuple has no weakref)
+    return budget.admitted(S.run_bytes(model, len(ids)), lambda: circuits.trace(model, ids), holder=lambda t: t.hidden)
+
+
+@st.cache_resource(max_entries=16, ttl=1800, show_spinner=False)
+def _ov(layer: int, head: int, sources: tuple[int, ...]):
+    from attention.models import smollm2 as S
+    from attention.models.circuits import chat as circuits
+
+    return circuits.head_ov_tokens(S.load(), layer, head, sources, k=5)
+
+
+@budget.evictor
+def _free_writes() -> None:
+    _writes.clear()
+    _ov.clear()
+
+
+def writes_or_warn(ids: tuple[int, ...]):
+    """The trace the "what each head writes" section reads, or None with a warning when the server's memory cannot
+    take the run now (the rest of the page still draws)."""
+    try:
+        with st.spinner("Splitting the next token's logit over every head…", show_time=True):
+            return _writes(ids)
+    except budget.Refused as exc:
+        st.warning(f"What each head writes cannot be shown right now: {exc}.")
+        return None
+
+
+def ov_frame(labels: Sequence[str], weights: torch.Tensor, positions: Sequence[int], layer: int, head: int,
+             ids: Sequence[int], decode) -> pd.DataFrame:  # fmt: skip
+    """For the keys a head reads most: the token there, its weight, and the 5 tokens the head's OV circuit writes
+    most when it reads that token (W_E W_V W_O W_U's row, gains folded)."""
+    sources = tuple(int(ids[j]) for j in positions)
+    ov = _ov(layer, head, sources)
+    written = [", ".join(repr(t) for t in decode(row)) for row in ov.top_ids.tolist()]
+    return pd.DataFrame({
+        "position": list(positions), "reads": [labels[j] for j in positions],
+        "weight": [float(weights[j]) for j in positions], "it writes most": written,
+        "rank of the token itself": [int(r) + 1 for r in ov.self_rank.tolist()],
+    })  # fmt: skip
+
+
+def qk_frame(split) -> pd.DataFrame:
+    """A QK split as a table: one row a part of the key, the score without the rotation, the rotation's part, both."""
+    rows = list(split.names) + ["the whole key"]
+    content = split.content.tolist() + [float(split.content.sum())]
+    rotation = split.rotation.tolist() + [float(split.rotation.sum())]
+    total = split.parts.tolist() + [float(split.score)]
+    return pd.DataFrame({"part of the key": rows, "q·k without RoPE": content, "RoPE's rotation adds": rotation,
+                         "score (÷√64)": total})  # fmt: skip

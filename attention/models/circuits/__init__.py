@@ -7,7 +7,7 @@ key carries and by RoPE's rotation), composition (Q-, K-, V-composition, grouped
 to SmolLM2-135M, `trained` to the tiny model trained live (and the composition growing over its snapshots).
 """
 
-from .attribution import Attribution, Component, attribute, by_head, rms_scale, rows
+from .attribution import Attribution, Component, attribute, by_head, rms_scale, rows, totals
 from .composition import Composition, HeadMatrices, composition, reference, split_heads
 from .ov import Copying, OVTokens, copying_score, copying_score_full, ov_tokens
 from .qk import QKSplit, qk_split
@@ -31,4 +31,5 @@ __all__ = [
     "rms_scale",
     "rows",
     "split_heads",
+    "totals",
 ]

@@ -77,6 +77,14 @@ def by_head(attribution: Attribution, layers: int, heads: int) -> torch.Tensor:
     return grid
 
 
+def totals(attribution: Attribution) -> dict[str, float]:
+    """The values summed by kind of part: {"embed": ..., "head": ..., "mlp": ...} (the kinds present)."""
+    out: dict[str, float] = {}
+    for c, v in zip(attribution.components, attribution.values.tolist(), strict=True):
+        out[c.kind] = out.get(c.kind, 0.0) + v
+    return out
+
+
 def rows(attribution: Attribution) -> list[dict[str, object]]:
     """The parts as JSON rows: {"kind", "layer", "head", "value"} (layer/head None where they do not apply)."""
     return [
