@@ -354,7 +354,8 @@ def projector(questions: Sequence[Question] | None = None) -> None:
         st.button("Open a room", key="poll:open", type="primary", icon=":material/groups:", on_click=_open)
         st.caption(
             "A room is anonymous: learners give no name, each browser answers once (and may change its answer "
-            "until you reveal). It is forgotten after 4 hours without an answer or a question."
+            "until you reveal). It is forgotten after 4 hours without an answer or a question, or after "
+            f"{rooms.UNJOINED_S // 60:.0f} minutes while nobody has joined it."
         )
         return
     code, key = held
