@@ -214,6 +214,8 @@ def who(address: str | None) -> str:
 
 
 def _wait(window_s: float) -> str:
+    if window_s >= 3600 and window_s % 3600 == 0:
+        return "hour" if window_s == 3600 else f"{window_s / 3600:g} hours"
     return f"{window_s / 60:g} minute{'s' * (window_s != 60)}" if window_s >= 60 else f"{window_s:g} seconds"
 
 
@@ -258,8 +260,8 @@ class Poll:
         most, window = ROOMS_PER_ADDRESS
         self._limit(f"open:{who(address)}", ROOMS_PER_ADDRESS,
                     f"Your network has opened {most} rooms in the last {_wait(window)}, as many as one network may. "
-                    "Keep using a room you opened (its projector tab's address keeps it: bookmark it), or try again "
-                    f"later: rooms nobody joins are forgotten after {_wait(self.unjoined_s)}.")  # fmt: skip
+                    "Keep using a room you opened (its projector tab keeps it), or try again later: rooms nobody "
+                    f"joins are forgotten after {_wait(self.unjoined_s)}.")  # fmt: skip
         key = secrets.token_urlsafe(18)
         fields = {"host": _digest(key), "created": f"{time.time():.0f}", "qid": ""}
         try:
