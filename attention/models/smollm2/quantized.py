@@ -74,3 +74,20 @@ def rope_row_order(heads: int, d_head: int) -> torch.Tensor:
 
 def _reorder(w: Quantized, order: torch.Tensor) -> Quantized:
     return dataclasses.replace(w, blocks=w.blocks[order])  # a (small) copy: 2.3 MB a layer for W_q and W_k
+
+
+def integers(w: Quantized) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """The stored integers and block numbers of a matrix: q (out, in) int32 (0..15 for Q4_1, -128..127 for Q8_0),
+    d (out, in/32) float32 and m (out, in/32) float32 (None for Q8_0), so that w = d q + m per block."""
+    n = w.shape[0]
+    b = w.blocks.view(n, -1, _BLOCK_BYTES[w.kind])  # (n, in/32, block bytes)
+    d = b[..., 0:2].contiguous().view(torch.float16).float()[..., 0]  # (n, in/32)
+    if w.kind == "Q4_1":
+        m = b[..., 2:4].contiguous().view(torch.float16).float()[..., 0]
+        packed = b[..., 4:].contiguous().view(torch.int64)  # (n, in/32, 2)
+        low = (packed & _NIBBLES).view(torch.uint8)
+        high = ((packed >> 4) & _NIBBLES).view(torch.uint8)
+        q = torch.cat((low, high), dim=-1)  # (n, in/32, 32) 0..15
+        return q.reshape(n, w.shape[1]).to(torch.int32), d, m
+    q = b[..., 2:].contiguous().view(torch.int8)  # (n, in/32, 32)
+    return q.reshape(n, w.shape[1]).to(torch.int32), d, None

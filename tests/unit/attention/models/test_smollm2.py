@@ -262,6 +262,46 @@ def test_each_cached_generation_step_equals_a_full_forward_over_the_prefix(
     assert first.cache.length == split  # a step reads the cache; the run it came from keeps its own
 
 
+def test_a_packed_product_is_float32s_and_the_weights_stay_4_bit(model: S.Model) -> None:
+    """A generation step multiplies the layers' matrices packed (torch's int4 kernel, bfloat16 pieces, corrected):
+    each product within float32 rounding of the exact one (float64 of the same dequantized weights), as close as
+    a float32 matmul is, give or take a small factor; the integers stay 4 bits (the kernel's packed bytes, half a
+    byte a weight) beside the block numbers."""
+    from attention.models.smollm2 import packed
+
+    layer = model.layers[7]
+    g = torch.Generator().manual_seed(0)
+    for w in (layer.w_out, layer.w_down, packed._stacked(layer.w_gate, layer.w_up)):
+        p = packed.pack(w)
+        assert p.weight.dtype == torch.uint8 and p.weight.numel() <= (w.shape[0] * (w.shape[1] + 96)) // 2
+        dense = w.dequantize().double()
+        for scale in (1e-3, 1.0, 30.0):
+            x = torch.randn(1, w.shape[1], generator=g) * scale
+            exact = x.double() @ dense.T
+            bound = 2e-7 * (x.double().abs() @ dense.abs().T).max()  # float32 dot products: a few 2^-24 |x||w|
+            assert float((packed.matvec(x, p).double() - exact).abs().max()) <= bound
+            assert float(((x @ dense.float().T).double() - exact).abs().max()) <= bound
+    four_bit = packed.packed(model)
+    assert four_bit is packed.packed(model)  # once a process
+    assert four_bit.nbytes < 1.6 * sum(
+        m.nbytes for lw in model.layers for m in (lw.w_query, lw.w_key, lw.w_value, lw.w_out, lw.w_gate, lw.w_up,
+                                                 lw.w_down)
+    )  # fmt: skip
+
+
+def test_a_packed_step_equals_a_dequantized_step(model: S.Model, runs: dict[str, tuple[S.Prompt, S.Run]]) -> None:
+    p, _ = runs[PROMPTS[1]]
+    prefix = S.run_ids(model, p.ids[:-1])
+    fast, slow = S.step(model, prefix, p.ids[-1]), S.step(model, prefix, p.ids[-1], packed=False)
+    torch.testing.assert_close(fast.logits, slow.logits, **CLOSE)
+    torch.testing.assert_close(fast.weights, slow.weights, atol=1e-5, rtol=0)
+    torch.testing.assert_close(fast.hidden_states, slow.hidden_states, atol=1e-3, rtol=1e-5)
+    for name in ("normed", "queries", "keys", "values", "context"):  # every intermediate the page may show
+        assert getattr(fast, name).shape == getattr(slow, name).shape, name
+        torch.testing.assert_close(getattr(fast, name), getattr(slow, name), atol=1e-4, rtol=1e-5)
+    assert fast.cache.length == slow.cache.length == len(p.ids)
+
+
 def test_greedy_generation_continues_the_default_prompt(model: S.Model) -> None:
     p, run = S.forward(model, S.DEFAULT_PROMPT, keep=False)
     out = []
