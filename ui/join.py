@@ -115,7 +115,7 @@ def find(page_url: str | None, environ: Mapping[str, str] | None = None) -> Join
     fix = f"open this page at the address phones can reach, or set {ENV} to it (a proxy's or tunnel's public address)"
     if _listens_locally():
         return Join(local, "local", f"Phones cannot open {here.hostname}, and this server listens on this computer "
-                    f"only: start it with `--server.address 0.0.0.0`, or {fix}.")  # fmt: skip
+                    f"only: start it with --server.address 0.0.0.0, or {fix}.")  # fmt: skip
     address = network_address()
     if address is None:
         return Join(local, "local", f"Phones cannot open {here.hostname}, and this computer has no network address "

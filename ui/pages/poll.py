@@ -362,8 +362,6 @@ def projector(questions: Sequence[Question] | None = None) -> None:
     _remember(code, key)
     where = join.find(st.context.url)
     link = where.link(code)
-    if where.how == "local":
-        st.warning(plain(where.advice), icon=":material/wifi_off:")
     # a projector's first screen (1024 x 768, presenter mode too): the code and the QR code on the left, the question
     # and its live split on the right, side by side
     joining, asking = st.columns([2, 3], gap="medium")
@@ -372,6 +370,8 @@ def projector(questions: Sequence[Question] | None = None) -> None:
     joining.markdown(f"Join: `{link}`")
     joining.caption("Or open the Class poll page and type the code." + (f" {plain(where.advice)}" if where.how ==
                     "network" else ""))  # fmt: skip
+    if where.how == "local":  # under the QR code, where it leaves the split in the window
+        joining.warning(plain(where.advice), icon=":material/wifi_off:")
     with asking:
         _asking(code, key, questions)
 
