@@ -342,6 +342,15 @@ def push(question: Any) -> bool:
     return room is not None
 
 
+def push_course(question: Any, inputs: dict[str, Any]) -> bool:
+    """Ask the room this session hosts the course's `question` on these inputs (`push`), unless the inputs leave it
+    no answer (its `problem`: a blank sentence, a mask with no cell): then the room is asked nothing."""
+    problem = getattr(question, "problem", None)
+    if problem is not None and problem(inputs) is not None:
+        return False
+    return push(from_course(question, inputs))
+
+
 def projector(questions: Sequence[Question] | None = None) -> None:
     """The instructor's view: open a room; then its code and link, the question to ask, and the live split."""
     said = st.session_state.pop("poll:said", None)

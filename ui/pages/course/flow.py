@@ -255,9 +255,9 @@ def lesson_view(lesson: Lesson) -> bool:
     held = poll.hosting()
     if held is not None:  # this tab (or this browser) opened a class poll: the room is asked this lesson's question
         if lesson.ready is None or lesson.ready(now) is None:
-            poll.push(poll.from_course(q, now))
-            with box:  # its count and split live; the lesson's reveal is the room's (each phone says right or not)
-                poll.course_room(held, f"course.{lesson.id}", kept is not None)
+            if poll.push_course(q, now):  # inputs that leave the question no answer ask the room nothing
+                with box:  # its count and split live; the lesson's reveal is the room's (each phone: right or not)
+                    poll.course_room(held, f"course.{lesson.id}", kept is not None)
         elif not pending:  # its answer needs the run: the room is asked once it is trained
             _progress(box, lesson, now, "The room is asked once the lab has trained the model that answers it")
     if st.session_state.get("course:changed") == lesson.id and kept is None:
