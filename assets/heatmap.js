@@ -58,7 +58,7 @@ const BLANK = [240, 242, 246, 255]; // the app's secondary background
 // Every cell's colour into RGBA pixels: the hot loop at 262,144 cells, so no allocation per cell.
 function paint(h, values, blocked, px) {
   const n = h.r * h.c;
-  if (h.selectable === "cell") {
+  if (h.selectable === "cell" && h.blank !== false) {
     // a question's blank grid: one pale colour, nothing of any value (the answer is drawn only after the commit)
     for (let k = 0; k < n; k++) px.set(BLANK, 4 * k);
     return;
@@ -692,7 +692,7 @@ function showTip(root, state, event, cell) {
   tip.replaceChildren();
   const lines = [["row", h.rows[cell.i]], ["column", h.cols[cell.j]]];
   // a question's blank grid has no value to read (its cells hold nothing of the answer)
-  if (h.selectable !== "cell") lines.push([h.kind === "mask" ? "cell" : "value", tooltipValue(h, state.values[k], isBlocked)]);
+  if (h.selectable !== "cell" || h.blank === false) lines.push([h.kind === "mask" ? "cell" : "value", tooltipValue(h, state.values[k], isBlocked)]);
   for (const [name, value] of lines) {
     const line = document.createElement("div");
     const b = document.createElement("b");

@@ -99,7 +99,7 @@ if writes is not None:
     what = f"logit[{name(target)}]" + ("" if versus is None else f" − logit[{name(versus)}]")
     cell = ui.heatmap(grid, [f"L{i}" for i in range(model.n_layers)], [f"h{h}" for h in range(model.heads)],
                       title=f"Each head's direct contribution to {what}", key="chat:writes", selectable="cell",
-                      annotate=False)  # fmt: skip
+                      annotate=False, picked=layer * model.heads + head)  # fmt: skip
     if cell is not None and divmod(cell, model.heads) != (layer, head):
         chat.go_to(*divmod(cell, model.heads))
         st.rerun()
@@ -108,30 +108,29 @@ if writes is not None:
         f"{what} = {float(split.logit):.2f} = the embedding {parts['embed']:+.2f} + the 270 heads "
         f"{parts['head']:+.2f} + the 30 MLPs {parts['mlp']:+.2f}. Each part of the last token's residual stream, "
         "divided by the final RMSNorm's scale on the whole stream (frozen), times the norm's weight, on the "
-        "token's unembedding row: the parts add up to the logit exactly. Red pushes the token up, blue down; click "
+        "token's unembedding row: the parts add up to the logit exactly. Orange pushes the token up, blue down; click "
         "a cell to open that head here and below."
     )
     row = run.weights[layer, head, -1]  # (T,) where the last token looks
     tok = ui.labels(prompt.tokens)
-    left, right = st.columns(2)
     ui.heatmap(row[None], ["last"], tok, title=f"Where L{layer}H{head} looks from the last token", kind="weights",
-               key="chat:looks", container=left, annotate=False)  # fmt: skip
+               key="chat:looks", annotate=False)  # fmt: skip
     read = sorted(range(len(row)), key=lambda j: -float(row[j]))[:3]
-    right.markdown(f"**What L{layer}H{head} writes** ({float(grid[layer, head]):+.3f} of {what})")
-    shown = [chat.visible(t) for t in prompt.tokens]
-    right.dataframe(llm.ov_frame(shown, row, read, layer, head, prompt.ids, lambda ids: S.labels(model, ids)),
-                    hide_index=True)  # fmt: skip
+    st.markdown(f"**What L{layer}H{head} writes** when it reads the tokens it looks at most "
+                f"({float(grid[layer, head]):+.3f} of {what})")  # fmt: skip
+    st.dataframe(llm.ov_frame(tok, row, read, layer, head, prompt.ids, lambda ids: S.labels(model, ids)),
+                 hide_index=True)  # fmt: skip
     with st.spinner("The copying score (once per server: Eᵀ E over 49,152 tokens)…"):
         copying = circuits.head_copying(model, layer, head)
-    right.caption(
-        f"Each row: a token this head reads most, and the tokens its OV circuit (W_E W_V W_O W_U, norm gains "
-        f"folded) writes most when it reads it. Copying score {float(copying.score):+.2f}: Σλ / Σ|λ| over the "
-        "eigenvalues of the OV circuit (Elhage et al. 2021), from the 64 × 64 matrix W_O (W_U W_E) W_V; +1 when "
-        "the head copies what it reads, −1 when it suppresses it."
+    st.caption(
+        "Each row: a token this head reads, and the tokens its OV circuit (W_E W_V W_O W_U, norm gains folded) "
+        "writes most when it reads it (own rank: where the token read ranks among them). Copying score "
+        f"{float(copying.score):+.2f}: Σλ / Σ|λ| over the eigenvalues of the OV circuit (Elhage et al. 2021), from "
+        "the 64 × 64 matrix W_O (W_U W_E) W_V; +1 when the head copies what it reads, −1 when it suppresses it."
     )
     key = next((j for j in read if j > 0), read[0])
     qk = circuits.qk(model, writes, layer, head, len(prompt.ids) - 1, key)
-    st.markdown(f"**Why it looks there**: the last token's score for “{shown[key]}” (position {key}), split")
+    st.markdown(f"**Why it looks there**: the last token's score for “{tok[key]}”, split")
     st.dataframe(llm.qk_frame(qk), hide_index=True)
     st.caption(
         "The key's residual stream is its token's embedding plus what earlier layers wrote at it; both go through "

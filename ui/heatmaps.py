@@ -58,6 +58,7 @@ def heatmap_payload(
     row_labels: bool = True,
     max_height: int | None = None,
     picked: int | None = None,
+    blank: bool = False,
 ) -> bytes:
     """The bytes the heatmap component draws: a uint32 header length, a JSON header (title, labels, colour scale),
     the (rows, cols) values as little-endian float32 row by row, then one byte a cell (1 = blocked) if any is.
@@ -88,6 +89,7 @@ def heatmap_payload(
         "annotate": annotate,
         "selectable": selectable,  # True: a click picks a row; "cell": a cell (sent as row * cols + col)
         "picked": picked,  # the cell framed as picked ("cell" only), None for none
+        "blank": blank,  # a question's grid: the cells drawn blank, nothing of any value shown (`pick_cell`)
         "legend": legend,
         "plotHeight": plot_height(r) if max_height is None else min(plot_height(r), max_height),
         "blocked": bool(flagged.any()),
@@ -129,7 +131,7 @@ def pick_cell(
     as row * len(cols) + col, or None; `picked` frames the learner's current pick (made here or another way)."""
     r, c = len(rows), len(cols)
     payload = heatmap_payload(torch.zeros(r, c), rows, cols, title=title, kind="weights", selectable="cell",
-                              legend=False, picked=picked)  # fmt: skip
+                              legend=False, picked=picked, blank=True)  # fmt: skip
     url_before_figure()
     event = HEATMAP(key=key, data=payload, on_pick_change=ignore_event)
     if event is not None and event.get("pick") is not None and 0 <= int(event["pick"]) < r * c:
@@ -146,7 +148,7 @@ def heatmap(
     kind: str = "diverging",
     blocked: torch.Tensor | None = None,
     key: str | None = None,
-    selectable: bool = False,
+    selectable: bool | str = False,
     container: Any = None,
     annotate: bool | None = None,
     legend: bool = True,
@@ -154,8 +156,10 @@ def heatmap(
     top: float = 1.0,
     row_labels: bool = True,
     max_height: int | None = None,
+    picked: int | None = None,
 ) -> int | None:
-    """A labelled heatmap of a (rows, cols) matrix; returns the row just clicked when selectable (else None).
+    """A labelled heatmap of a (rows, cols) matrix; returns the row just clicked when selectable (else None), or
+    with selectable="cell" the cell just clicked as row * cols + col (its values drawn, cells outlined).
 
     kind: 'diverging' (centred on zero: scores, embeddings, context), 'weights' (0 to 1),
     or 'mask' (booleans). blocked: a (rows, cols) bool tensor, True where a query may
@@ -165,14 +169,15 @@ def heatmap(
     scale's (0 to top, so near-uniform weights are not one flat block), for all of them, and legend=False leaves
     the colour bar to one caption beside them; row_labels=False leaves the row labels to the first of a row of
     small multiples (the hover readout still names the rows); a downloaded figure has both (assets/heatmap.js).
-    max_height caps the cells' height in pixels (step mode: a stage fits a projector's window).
+    max_height caps the cells' height in pixels (step mode: a stage fits a projector's window); picked frames a
+    cell (selectable="cell": row * cols + col).
     """
     r, c = matrix.shape
     annotate = r <= ANNOTATE_MAX and c <= ANNOTATE_MAX and annotate is not False
     payload = heatmap_payload(
         matrix.float() if kind == "mask" else matrix, rows, cols, title=title, kind=kind, blocked=blocked,
         annotate=annotate, selectable=selectable, legend=legend, max_abs=max_abs, top=top, row_labels=row_labels,
-        max_height=max_height,
+        max_height=max_height, picked=picked,
     )  # fmt: skip
     url_before_figure()
     key = key or f"heatmap:{title}"

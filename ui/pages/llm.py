@@ -205,15 +205,15 @@ def writes_or_warn(ids: tuple[int, ...]):
 
 def ov_frame(labels: Sequence[str], weights: torch.Tensor, positions: Sequence[int], layer: int, head: int,
              ids: Sequence[int], decode) -> pd.DataFrame:  # fmt: skip
-    """For the keys a head reads most: the token there, its weight, and the 5 tokens the head's OV circuit writes
-    most when it reads that token (W_E W_V W_O W_U's row, gains folded)."""
+    """For the keys a head reads most: the token there (as the heatmaps label it), its weight, the 5 tokens the
+    head's OV circuit writes most when it reads that token (W_E W_V W_O W_U's row, gains folded), and where the
+    token itself ranks in that row (1: the head copies it most)."""
     sources = tuple(int(ids[j]) for j in positions)
     ov = _ov(layer, head, sources)
     written = [", ".join(repr(t) for t in decode(row)) for row in ov.top_ids.tolist()]
     return pd.DataFrame({
-        "position": list(positions), "reads": [labels[j] for j in positions],
-        "weight": [float(weights[j]) for j in positions], "it writes most": written,
-        "rank of the token itself": [int(r) + 1 for r in ov.self_rank.tolist()],
+        "reads": [labels[j] for j in positions], "weight": [float(weights[j]) for j in positions],
+        "it writes most": written, "own rank": [int(r) + 1 for r in ov.self_rank.tolist()],
     })  # fmt: skip
 
 
