@@ -17,6 +17,7 @@ import assets
 PAGES = {
     "Course": [
         ("pages/course.py", "Predict, then see", ":material/school:"),
+        ("pages/inventory.py", "Check what you know", ":material/quiz:"),
     ],
     "Attention": [
         ("pages/self_attention.py", "Self-attention", ":material/visibility:"),

@@ -119,9 +119,17 @@ VIEW: dict[str, Param] = {
                     choices=("map", *course.QUESTIONS)),
     "progress": Param("text", "Progress", "The course's lessons done and how each prediction went, as "
                       "lesson:right, lesson:wrong or lesson:seen joined by commas.", default=""),
+    "route": Param("choice", "Route", "The course's lessons taken in order: all, or the short route for a "
+                   "50-minute class.", default="all", choices=("all", "short")),
     "answer": Param("text", "Answer", "Where the course's lesson stands: empty at its question, '-' at a reveal "
                     "without a prediction, else the prediction committed (a reload or Back reopens that stage).",
                     default=""),
+    # The attention inventory (pages/inventory.py): the seed that draws a learner's twins, and their two sheets
+    "check_seed": Param("int", "Inventory seed", "Which twins of the inventory's items this learner is asked (0: "
+                        "none chosen yet).", default=0, lo=0, hi=9999),
+    "check_pre": Param("text", "First try", "The inventory's first answers: two characters an item.", default=""),
+    "check_post": Param("text", "Second try", "The inventory's second answers: two characters an item.",
+                        default=""),
     "shuffle": Param("int", "Shuffle", "Which shuffle of the sentence (how many times \"Shuffle again\" was "
                      "pressed).", default=0, lo=0, hi=9999),
 }  # fmt: skip
