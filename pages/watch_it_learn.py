@@ -5,7 +5,7 @@ import streamlit as st
 
 import ui
 from attention.models import tiny
-from ui.pages import training
+from ui.pages import growth, training
 
 P = ui.state.TRAIN_PREFIX
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
@@ -92,6 +92,18 @@ def live() -> None:
         "Rows are queries, columns keys; the run is repeated, so an induction head's row for the second copy of a "
         "token lights up the key just after the first copy (a stripe parallel to the diagonal)."
     )
+    composed = growth.growth(run) if settings.layers > 1 else None
+    if composed is not None:
+        st.subheader("Two heads become a circuit")
+        growth.chart(composed, name, snap.step)
+        writer, reader = (f"L{layer}H{head}" for layer, head in (composed.writer, composed.reader))
+        ui.explain(
+            f"{writer} is the first layer's best previous-token head, {reader} the best {name} head above it (at the "
+            f"latest step). K-composition: how much of what {writer} writes (W_OV) {reader}'s keys read (W_QK), "
+            "‖W_OV W_QKᵀ‖ / (‖W_OV‖ ‖W_QK‖), from the weights alone (Elhage et al. 2021); Q- and V-composition the "
+            "same for its queries and values. An induction head finds its key through K-composition: the key "
+            "holds the token before it, which the previous-token head wrote there."
+        )
     if ticking and not training.ticking(job):
         st.rerun()  # the run is trained and the replay at its end: a full run takes the timer off
     if not job.finished_training or st.session_state.get(training.PLAYING):

@@ -312,3 +312,35 @@ def test_a_layer_0_head_on_the_induction_keys_is_a_shortcut_not_an_induction_hea
     assert training.formation_words(run, finished=True).startswith("**L1H1 formed at step 100**")
     start = _run(settings, (0, 3.5, [[0.09, 0.09], [0.09, 0.09]]))
     assert training.formation_words(start, finished=False) == "No head has formed yet (step 0 of 200)."
+
+
+def test_the_composition_of_the_previous_token_head_into_the_induction_head_is_drawn_over_the_steps(
+    in_thread: pool.Service,
+) -> None:
+    """Issue 49: once trained, a chart of how much the second layer's induction head reads what the first layer's
+    previous-token head writes (K-, Q-, V-composition) at every snapshot, with the head's induction score."""
+    from attention.models.circuits import trained
+
+    at = open_page("watch_it_learn", **SMALL)
+    at.button(key="tr:play").click().run()
+    job = in_thread.get(tiny.Settings(steps=50, every=25))
+    wait(job)
+    for _ in range(4):
+        at.run()
+        if not at.session_state[training.PLAYING]:
+            break
+    assert not at.exception, [e.value for e in at.exception]
+    g = trained.growth(job.run)
+    writer, reader = (f"L{layer}H{head}" for layer, head in (g.writer, g.reader))
+    title = f"How much {reader} reads what {writer} writes"
+    assert "Two heads become a circuit" in [s.value for s in at.subheader]
+    for node in _walk(at._tree):
+        if getattr(node, "type", None) == "vega_lite_chart" and json.loads(node.proto.spec)["title"] == title:
+            table = pa.ipc.open_stream(node.proto.data.data).read_all().to_pandas()
+            break
+    else:
+        raise AssertionError(f"no chart titled {title!r}")
+    k = table[table["series"].str.startswith("K-composition")]
+    assert k["step"].tolist() == [0, 25, 50] and len(table) == 12
+    torch.testing.assert_close(torch.tensor(k["value"].tolist()), g.k, atol=1e-6, rtol=0)
+    assert ((table["value"] >= 0) & (table["value"] <= 1)).all()

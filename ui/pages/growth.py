@@ -1,0 +1,56 @@
+"""Watch it learn's composition chart: how much the second layer's task head reads what the first layer's
+previous-token head writes (Elhage et al.'s K-, Q- and V-composition), snapshot by snapshot.
+
+What belongs here: the cached growth of a run (`attention.models.circuits.trained.growth`, kept a few runs at a
+time: a snapshot never changes, so a run with the same snapshots gives the same curve) and its frame and chart,
+drawn with the training page's own curve spec. The numbers come from `attention.models.circuits`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import pandas as pd
+
+from attention.models import tiny
+from attention.models.circuits import trained
+
+from . import training
+
+_KEPT = 8  # runs' curves kept (a few hundred floats each)
+_CACHE: OrderedDict[tuple, trained.Growth | None] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def growth(run: tiny.Run) -> trained.Growth | None:
+    """The composition of the previous-token head into the task head at every snapshot so far (None for one layer),
+    computed once per run and number of snapshots."""
+    key = (repr(run.settings), len(run.snapshots), run.snapshots[-1].step if run.snapshots else None)
+    with _LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    made = trained.growth(run)
+    with _LOCK:
+        _CACHE[key] = made
+        while len(_CACHE) > _KEPT:
+            _CACHE.popitem(last=False)
+    return made
+
+
+def frame(g: trained.Growth, task: str) -> pd.DataFrame:
+    """Long table: step, value, series (the three compositions and the reader's task score)."""
+    writer, reader = (f"L{layer}H{head}" for layer, head in (g.writer, g.reader))
+    series = {f"K-composition {writer} → {reader}": g.k, f"Q-composition {writer} → {reader}": g.q,
+              f"V-composition {writer} → {reader}": g.v, f"{reader}'s {task} score": g.score}  # fmt: skip
+    rows = [(step, float(v), name) for name, values in series.items() for step, v in zip(g.steps, values, strict=True)]
+    return pd.DataFrame(rows, columns=["step", "value", "series"])
+
+
+def chart(g: trained.Growth, task: str, at: int | None = None) -> None:
+    """The curves over the steps, a grey rule at the step shown."""
+    writer, reader = (f"L{layer}H{head}" for layer, head in (g.writer, g.reader))
+    spec = training.curve_spec(f"How much {reader} reads what {writer} writes", "score (0 to 1)", "series",
+                               current=at, y_max=1.0, height=170)  # fmt: skip
+    training.curve(frame(g, task), spec, key="tr:composition")
