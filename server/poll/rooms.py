@@ -46,7 +46,7 @@ JOINS_PER_ADDRESS = (1000, 600.0)  # devices joined to one room
 ADDRESS_RATE = (2000, 60.0)  # answers to one room
 CODE_TRIES = {"session": (5, 60.0), "address": (30, 60.0)}  # wrong room codes, before the next try is refused
 SECRET_S = 60.0  # how long a replica keeps the store's token secret before reading it again
-KINDS = ("choice", "number", "cell")
+KINDS = ("choice", "number", "cell", "test")  # test: a whole sheet at once (the inventory: rows items, cols sizes)
 
 
 class PollError(ValueError):
@@ -82,6 +82,10 @@ class Question:
             raise ValueError("a choice question has 2 to 12 choices")
         if self.kind == "cell" and not (self.rows and self.cols and len(self.rows) * len(self.cols) <= 1024):
             raise ValueError("a cell question has rows and columns, at most 1,024 cells")
+        if self.kind == "test" and not (
+            0 < len(self.rows) == len(self.cols) <= 32 and all(re.fullmatch(r"[2-9]\.[2-9]", c) for c in self.cols)
+        ):
+            raise ValueError("a test has items (rows) and each item's sizes (cols: 'answers.reasons', 2 to 9 each)")
         # a number's bounds are floats whatever was given: a view's number box is then a float one, and drops a
         # value that is not finite (issue 50: an int box's int(nan), forged by a client, errored its page)
         object.__setattr__(self, "lo", float(self.lo))
@@ -129,6 +133,15 @@ class Question:
             if not math.isfinite(number) or not self.lo <= number <= self.hi:
                 raise PollError(f"The answer is a number from {self.lo:g} to {self.hi:g}.")
             return f"{number:.6g}"
+        if self.kind == "test":  # two characters an item: the answer's index and the reason's, '-' left out
+            sizes = [tuple(int(n) for n in c.split(".")) for c in self.cols]
+            pairs = [text[2 * k : 2 * k + 2] for k in range(len(sizes))]
+            if len(text) != 2 * len(sizes) or not all(
+                all(ch == "-" or (ch.isdigit() and int(ch) < n) for ch, n in zip(pair, size, strict=True))
+                for pair, size in zip(pairs, sizes, strict=True)
+            ):
+                raise PollError("That is not a sheet of this test.")
+            return text
         row, _, col = text.partition(",")
         if not (row.isdigit() and col.isdigit() and int(row) < len(self.rows) and int(col) < len(self.cols)):
             raise PollError("That is not a cell of the matrix.")
@@ -144,6 +157,8 @@ class Question:
 
     def label(self, value: str) -> str:
         """A counted value as the screen shows it."""
+        if self.kind == "test":
+            return f"{sum(ch != '-' for ch in value) // 2} of {len(self.rows)} items answered"
         if self.kind == "choice":
             return self.choices[int(value)]
         if self.kind == "cell":
@@ -153,6 +168,8 @@ class Question:
 
     def order(self, values: list[str]) -> list[str]:
         """Values in the order the split is drawn: the choices' own, numbers ascending, cells row by row."""
+        if self.kind == "test":
+            return sorted(values)
         if self.kind == "number":
             return sorted(values, key=float)
         if self.kind == "cell":
@@ -346,6 +363,12 @@ class Poll:
 
     def mine(self, code: str, browser: str, question: Question) -> str | None:
         return self.store.mine(normal_code(code), question.id, browser)
+
+    def sheets(self, code: str, key: str, qid: str) -> dict[str, str]:
+        """Every browser's answer to question `qid` by its anonymous token, for the instructor only: the inventory
+        pairs a pre- and a post-test by token (and shows nothing for fewer than five pairs)."""
+        self._host(code, key)
+        return self.store.answers(normal_code(code), qid)
 
     # -- a learner
 

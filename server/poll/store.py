@@ -53,6 +53,10 @@ class Store(Protocol):
     def mine(self, code: str, qid: str, browser: str) -> str | None:
         """`browser`'s current answer to `qid`, if any."""
 
+    def answers(self, code: str, qid: str) -> dict[str, str]:
+        """Every browser's current answer to `qid` (token -> value): the inventory pairs a pre- and a post-test by
+        token."""
+
     def join(self, code: str, ttl_s: float) -> int | None:
         """Count one more device joined to the room (its "joined" field) and renew it: the count, None when gone."""
 
@@ -164,6 +168,11 @@ class MemoryStore:
         with self._lock:
             room = self._live(code)
             return room.answers.get(qid, {}).get(browser) if room is not None else None
+
+    def answers(self, code: str, qid: str) -> dict[str, str]:
+        with self._lock:
+            room = self._live(code)
+            return dict(room.answers.get(qid, {})) if room is not None else {}
 
     def join(self, code: str, ttl_s: float) -> int | None:
         with self._lock:
@@ -328,6 +337,11 @@ class RedisStore:
     def mine(self, code: str, qid: str, browser: str) -> str | None:
         _, base = self._keys(code)
         return self._call("HGET", f"{base}a:{qid}", browser)
+
+    def answers(self, code: str, qid: str) -> dict[str, str]:
+        _, base = self._keys(code)
+        flat = self._call("HGETALL", f"{base}a:{qid}")
+        return dict(zip(flat[::2], flat[1::2], strict=True)) if flat else {}
 
     def join(self, code: str, ttl_s: float) -> int | None:
         room, base = self._keys(code)

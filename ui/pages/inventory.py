@@ -3,15 +3,22 @@
 The responses travel in the page's link only (check_pre, check_post: two characters an item, the answer's and the
 reason's index or '-'), with the seed that draws the twins (check_seed); the server keeps nothing. The items, their
 keys and the gain are attention.lessons.inventory's.
+
+In a class poll room (ui/pages/poll.py) the same test is one question of kind "test", asked before the course and
+after it: each phone sends its whole sheet, the room keeps it under the browser's anonymous token only, and the
+projector pairs the two tests by token and shows the room's gain (nothing for fewer than five pairs).
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
+from collections.abc import Callable
 
 import streamlit as st
 
 from attention.lessons import inventory as inv
+from server.poll import Question, Room
 
 from ..markup import plain
 from ..state import get, put
@@ -157,3 +164,98 @@ def solo() -> None:
         put("check_post", "")
         put("check_seed", 1 + secrets.randbelow(9999))
         st.rerun()
+
+
+# --------------------------------------------------------------------------- in a class poll room
+
+ROOM_QUESTIONS = {"inventory.pre": "pre", "inventory.post": "post"}  # the room's question id -> the test's phase
+PHASE_WORDS = {"pre": "before the course", "post": "after the course"}
+
+
+def room_seed(code: str) -> int:
+    """One seed a room, from its code: every phone in the room is asked the same twins, and the post-test's differ."""
+    return 1 + int(hashlib.sha256(code.encode()).hexdigest(), 16) % 9999
+
+
+def room_question(code: str, phase: str) -> Question:
+    """The room's question for one test: its items (rows) and each item's numbers of answers and reasons (cols)."""
+    forms = inv.test(room_seed(code), phase)
+    return Question(f"inventory.{phase}", f"Check what you know, {PHASE_WORDS[phase]}: {len(forms)} questions, each "
+                    "with its reason", "test", rows=tuple(f.item for f in forms),
+                    cols=tuple(f"{len(f.answers)}.{len(f.reasons)}" for f in forms))  # fmt: skip
+
+
+def room_learner(code: str, q: Question, mine: str | None, revealed: bool, send: Callable[[str], None],
+                 answer_to: Callable[[str], str | None]) -> None:  # fmt: skip
+    """A phone's test: the form until the instructor closes it (Reveal), then its own score (and after the second
+    test, its own gain). `answer_to(qid)` is this browser's answer to another of the room's questions."""
+    phase = ROOM_QUESTIONS.get(q.id)
+    if phase is None:
+        st.warning("This test is not one this version of the lab knows.")
+        return
+    forms = inv.test(room_seed(code), phase)
+    sheet = decode(mine or "", forms)
+    if revealed:
+        if not complete(sheet):
+            st.info("The instructor closed this test before your answers arrived.")
+            return
+        n = len(forms)
+        st.success(f"Closed. You had {score(forms, sheet)} of {n} right (answer and reason both).")
+        other = decode(answer_to("inventory.pre") or "", inv.test(room_seed(code), "pre"))
+        if phase == "post" and complete(other):
+            a, b = score(inv.test(room_seed(code), "pre"), other), score(forms, sheet)
+            st.write(gain_words(inv.normalised_gain(a / n, b / n)))
+        return
+    if complete(sheet):
+        st.success("Sent. You can change your answers and send again until the instructor closes the test.")
+    picked = questions(forms, f"room-{phase}")
+    if picked is not None:
+        send(encode(picked))
+        st.rerun()
+
+
+def room_projector(code: str, room: Room, answered: int, sheets: Callable[[str], dict[str, str]]) -> None:
+    """The projector during a test: how many sent their sheet; after the second test, the room's gain, per item,
+    and which misconceptions fell, with the counts to download. `sheets(qid)` is every token's sheet to a test."""
+    st.metric("Sheets sent", answered, help=f"Of the {room.joined} devices joined.")
+    asked = {q.id for q in room.asked}
+    if "inventory.post" not in asked:
+        st.caption("Close the test (Reveal) once the room has sent its sheets; ask the second test after the course.")
+        return
+    seed = room_seed(code)
+    pre_forms, post_forms = inv.test(seed, "pre"), inv.test(seed, "post")
+    pre = {t: decode(v, pre_forms) for t, v in sheets("inventory.pre").items()}
+    post = {t: decode(v, post_forms) for t, v in sheets("inventory.post").items()}
+    report = inv.report(pre_forms, post_forms, {t: v for t, v in pre.items() if complete(v)},
+                        {t: v for t, v in post.items() if complete(v)})  # fmt: skip
+    room_report(report)
+    buttons = st.container(horizontal=True)
+    for fmt, mime in (("csv", "text/csv"), ("json", "application/json")):
+        buttons.download_button(f"Gain ({fmt.upper()})", inv.export(report, fmt), f"gain-{code}.{fmt}", mime,
+                                key=f"inv:dl:{fmt}", on_click="ignore")  # fmt: skip
+
+
+def room_report(report: inv.Report) -> None:
+    """The room's gain: ⟨g⟩, the share right before and after, each item's, and the misconceptions that fell."""
+    if not report.shown:
+        st.info(f"{report.pairs} devices took both tests: the gain is shown from {inv.MIN_PAIRS} on, so that no "
+                "one's answers can be told apart.")  # fmt: skip
+        return
+    top = st.container(horizontal=True)
+    top.metric(
+        "Class gain ⟨g⟩",
+        "—" if report.gain is None else f"{report.gain:.2f}",
+        help="Hake's normalised gain: (after − before) / (100 % − before), over the devices that took both.",
+    )
+    top.metric("Right before", f"{report.pre_mean:.0%}")
+    top.metric("Right after", f"{report.post_mean:.0%}")
+    top.metric("Pairs", report.pairs)
+    rows = [{"Idea": i.idea, "Before": f"{i.pre:.0%}", "After": f"{i.post:.0%}",
+             "Gain": "—" if i.gain is None else f"{i.gain:.2f}"} for i in report.items]  # fmt: skip
+    st.dataframe(rows, hide_index=True)
+    fell = [m for m in report.misconceptions if m.pre > m.post]
+    if fell:
+        names = {i.id: i.misconceptions for i in inv.ITEMS}
+        st.markdown("**Misconceptions that fell:** " + "; ".join(
+            f"{names[m.item][m.misconception]} ({m.pre} → {m.post})" for m in sorted(fell, key=lambda m: m.post - m.pre)
+        ))  # fmt: skip

@@ -28,6 +28,7 @@ from .. import join, qr
 from ..lessons import out_of_flow
 from ..markup import plain
 from ..state import get, put
+from . import inventory
 
 PAUSED = "The poll is paused: its storage is not answering. It resumes by itself; answers given now are not counted."
 # how often a learner's view looks for the instructor's next question or the reveal (LAB_POLL_REFRESH_S: tests run
@@ -173,6 +174,7 @@ def _join_box() -> None:
     with st.form("poll:join", border=False):
         typed = st.text_input("Room code", max_chars=12, placeholder="the code on the projector", key="poll:code")
         if st.form_submit_button("Join", type="primary") and typed.strip():
+            st.session_state.pop("poll:missed", None)  # typed again: tried again (the room may have opened since)
             put("room", typed.strip().upper())
             st.rerun()
 
@@ -211,6 +213,10 @@ def _learner_question(code: str, browser: str) -> None:
     said = st.session_state.pop("poll:said", None)
     if said:
         st.warning(plain(said))
+    if q.kind == "test":  # the attention inventory: a whole sheet at once (ui/pages/inventory.py)
+        inventory.room_learner(code, q, mine, room.revealed, lambda v: _send(code, browser, q.id, v),
+                               lambda qid: poll.store.mine(rooms.normal_code(code), qid, browser))  # fmt: skip
+        return
     if room.revealed:
         _revealed(poll.tally(code, q, True), mine)
         return
@@ -389,7 +395,13 @@ def _asking(code: str, key: str, questions: Sequence[Question] | None) -> None:
     if questions is None:  # the demo's questions, then the course's at each lesson's own inputs
         texts = {q.id: q.text for q in demo_questions()}  # a quick first question, then the lessons'
         texts.update({i: f"Lesson: {q.prompt(course.inputs_for(q, {}))}" for i, q in course_questions().items()})
-        make = _asked
+        texts.update({i: f"Check what you know, {inventory.PHASE_WORDS[p]}" for i, p in
+                      inventory.ROOM_QUESTIONS.items()})  # fmt: skip
+
+        def make(i: str) -> Question:
+            phase = inventory.ROOM_QUESTIONS.get(i)
+            return _asked(i) if phase is None else inventory.room_question(code, phase)
+
     else:
         texts = {q.id: q.text for q in questions}
         make = {q.id: q for q in questions}.__getitem__
@@ -428,6 +440,12 @@ def _projector_split(code: str, key: str) -> None:
         return
     tally = poll.tally(code, q, room.revealed)
     st.markdown(f"**{plain(q.text)}**")
+    if q.kind == "test":  # the attention inventory: the sheets sent, then the room's gain (ui/pages/inventory.py)
+        if not room.revealed:
+            st.button("Close the test", key="poll:reveal", type="primary", icon=":material/lock:", on_click=_reveal,
+                      args=(code, key))  # fmt: skip
+        inventory.room_projector(code, room, tally.answered, lambda qid: poll.sheets(code, key, qid))
+        return
     # the count, the Reveal button and the split side by side and in rows: at 1024 x 768 (presenter mode too) the
     # whole of it is in the window beside the code and the QR code, before and after the reveal
     counts = st.container(horizontal=True, vertical_alignment="center")
