@@ -12,6 +12,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 from support import charts as chart_reader
 
+import ui
 from attention.lessons import course as questions
 from ui.pages import course
 from ui.pages.course import flow
@@ -320,3 +321,35 @@ def test_lesson_2s_now_try_repeats_the_query_word():
     doubled = drawn.toy(inputs, mask="none", scale="temperature", temperature=base.scale / 2)
     for w in (base.weights[0, 2], doubled.weights[0, 2]):
         assert torch.allclose(w[2], w[6])  # the two “sat”: equal, before and after
+
+
+def test_the_short_route_is_marked_on_the_map_and_next_follows_it():
+    """A 50-minute class: the map marks the short route's lessons, one button takes it, and from then on Start,
+    Next and PageDown's order go from one of its lessons to the next (the route travels in the link)."""
+    at = opened()
+    starred = [c.value for c in at.caption if "★ short route" in c.value]
+    assert len(starred) == len(questions.SHORT_ROUTE)
+    at.button(key="co:route").click().run()
+    assert at.query_params["route"] == "short"
+    at.button(key="co:start").click().run()
+    route = [lesson for lesson in course.LESSONS if lesson.id in questions.SHORT_ROUTE]
+    for lesson, after in zip(route, route[1:], strict=False):
+        assert at.query_params["lesson"] == lesson.id
+        at.button(key="co:reveal").click().run()
+        at = trained(at)
+        assert at.button(key="co:next").label == f"Next: {after.title} ▶"
+        at.button(key="co:next").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+    assert at.query_params["lesson"] == route[-1].id and at.query_params["route"] == "short"
+
+
+@pytest.mark.parametrize("lesson", [lesson for lesson in course.LESSONS if "sentence" in lesson.question.reads],
+                         ids=lambda lesson: lesson.id)  # fmt: skip
+def test_a_sentence_with_no_words_gets_a_sentence_not_an_exception(lesson):
+    at = opened(lesson=lesson.id, sentence="?! ...")
+    problem = lesson.question.problem(questions.inputs_for(lesson.question, {"sentence": "?! ..."}))
+    if problem is None:  # a question that does not count the words (the scaling law): asked as usual
+        assert any(b.key == "co:reveal" for b in at.button)
+        return
+    assert ui.plain(problem) in texts(at)  # shown escaped for Markdown
+    assert figures(at) == 0 and not any(b.key == "co:reveal" for b in at.button)

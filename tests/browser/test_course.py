@@ -5,11 +5,12 @@ lesson's entry on the map opens that lesson."""
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, quote_plus, urlparse
 
 import pytest
 
 import ui
+from browser.conftest import SCREENSHOTS
 from browser.test_pages import CHARTS, assert_clean, open_page, settle, wait_for_charts
 from ui.pages import course
 
@@ -28,6 +29,19 @@ IN_VIEW_JS = """(sel) => {
         return r.width >= 240 && r.top < window.innerHeight && r.bottom > 0; });
     return charts.length > 0 && drawn.length === charts.length && seen.length > 0;
 }"""
+
+
+# the reveal's verdict (the stage's first alert) and its Say line, each wholly inside the window: what the room reads
+WORDS_IN_VIEW_JS = """() => {
+    const stage = document.querySelector('.st-key-course-stage');
+    if (!stage) return {verdict: null, say: null};
+    const inView = (el) => { if (!el) return null; const r = el.getBoundingClientRect();
+        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; };
+    const say = [...stage.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+        .find(m => m.innerText.startsWith('Say:'));
+    return {verdict: inView(stage.querySelector('[data-testid="stAlert"]')), say: inView(say)};
+}"""
+APP = '[data-testid="stApp"]'
 
 
 def lesson_heading(page) -> str:
@@ -76,7 +90,7 @@ def test_each_map_entry_opens_its_lesson_and_the_page_link_goes_to_the_right_pag
         open_page(page, app_url, "")
         page.get_by_role("button", name=re.compile(re.escape(lesson.title))).first.click()
         page.get_by_role("heading", name=re.compile(re.escape(lesson.title))).first.wait_for()
-        settle(page)
+        settle(page, timeout=300_000)  # lesson 11's question reads SmolLM2: minutes on a loaded machine's first read
         assert parse_qs(urlparse(page.url).query)["lesson"] == [lesson.id]
         assert figures(page) == 0
     link = page.get_by_role("link", name=re.compile("Open the page"))
@@ -136,4 +150,112 @@ def test_a_click_on_the_questions_grid_is_the_prediction(page, app_url, page_err
     page.get_by_role("button", name="Commit and see").click()
     page.get_by_text("Right: you said").wait_for(timeout=30_000)
     assert figures(page) > 0
+    assert_clean(page, page_errors)
+
+
+# 25 words: lesson 4's question runs over three lines, lesson 1's bars and lesson 6's heatmaps grow tall
+SENTENCE = (
+    "When the morning train finally arrived at the small station the tired children ran across the platform to greet "
+    "their grandmother who waited there so patiently"
+)
+
+
+def test_every_reveal_puts_its_verdict_and_say_line_in_the_window(page, app_url, page_errors):
+    """Presenter mode at 1024 x 768, PageDown alone: in every lesson the press that reveals leaves the verdict and
+    the "Say:" line wholly inside the window (a clicker cannot scroll), whatever the figure's height."""
+    page.set_viewport_size(PROJECTOR)
+    for k, lesson in enumerate(course.LESSONS):  # the window as the room sees it, one picture a lesson
+        query = f"present=true&lesson={lesson.id}&sentence={quote_plus(SENTENCE)}"
+        open_page(page, app_url, "", query)
+        page.wait_for_function(KEYS_JS)
+        page.keyboard.press("PageDown")
+        page.get_by_text("The lab computed").first.wait_for(timeout=300_000)  # lesson 12 trains first
+        settle(page, timeout=300_000)
+        page.wait_for_timeout(500)  # the stage's scroll once the run is over
+        shown = page.evaluate(WORDS_IN_VIEW_JS)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"test_course_in_view_{k + 1}_{lesson.id}.png"))
+        assert shown == {"verdict": True, "say": True}, (lesson.id, shown)
+    assert_clean(page, page_errors)
+
+
+PRESS_IF_RUNNING_JS = """() => {
+    const running = document.querySelector('[data-testid="stApp"]').dataset.testScriptState === 'running';
+    if (running) document.dispatchEvent(new KeyboardEvent('keydown', {key: 'PageDown', bubbles: true}));
+    return running;
+}"""
+
+
+def test_a_second_pagedown_while_the_reveal_computes_does_not_skip_it(page, app_url, page_errors):
+    """Lesson 11's reveal runs the chat model on a new prompt (each seed its own): a PageDown pressed while that run
+    is still going is held, so the reveal comes and stays; the next PageDown then moves on."""
+    page.set_viewport_size(PROJECTOR)
+    pressed = False
+    for seed in (41, 42, 43):  # a seed whose reveal is still computing when the second press comes
+        open_page(page, app_url, "", f"present=true&lesson=chat_model&seed={seed}")
+        page.wait_for_function(KEYS_JS)
+        page.keyboard.press("PageDown")
+        page.wait_for_selector(f'{APP}[data-test-script-state="running"]')
+        pressed = page.evaluate(PRESS_IF_RUNNING_JS)
+        page.get_by_text("The lab computed").first.wait_for(timeout=300_000)
+        settle(page, timeout=300_000)
+        if pressed:
+            break
+    assert pressed, "every reveal was over before the second press: nothing was tested"
+    page.wait_for_timeout(1000)
+    query = parse_qs(urlparse(page.url).query)
+    assert query["lesson"] == ["chat_model"] and query["answer"] == ["-"]
+    assert page.get_by_text("The lab computed").count() >= 1
+    page.keyboard.press("PageDown")
+    page.get_by_role("heading", name=re.compile(re.escape(course.LESSONS[11].title))).first.wait_for()
+    assert_clean(page, page_errors)
+
+
+def test_back_and_reload_keep_the_stage(page, app_url, page_errors):
+    """The browser's Back goes to the stage before (the reveal, then the question), Forward comes again, and a reload
+    reopens the stage the link names."""
+    page.set_viewport_size(PROJECTOR)
+    open_page(page, app_url, "", "present=true&lesson=masks&sentence=one+two+three")
+    page.wait_for_function(KEYS_JS)
+
+    def stage() -> tuple[str, bool]:
+        settle(page)
+        page.wait_for_timeout(500)
+        return parse_qs(urlparse(page.url).query)["lesson"][0], page.get_by_text("The lab computed").count() > 0
+
+    page.keyboard.press("PageDown")
+    assert stage() == ("masks", True)
+    page.wait_for_function(KEYS_JS)
+    page.keyboard.press("PageDown")
+    assert stage() == ("multi_head", False)
+    page.go_back()
+    assert stage() == ("masks", True)
+    page.go_back()
+    assert stage() == ("masks", False)
+    page.reload()
+    assert stage() == ("masks", False)
+    page.go_forward()
+    assert stage() == ("masks", True)
+    page.reload()
+    assert stage() == ("masks", True)
+    assert_clean(page, page_errors)
+
+
+def test_the_presenters_sentence_applied_gives_the_clicker_back(page, app_url, page_errors):
+    """Ctrl+Enter in the presenter's Sentence box applies the sentence, closes the box and hands the keys back to
+    the page: the next PageDown reveals, without an Esc first."""
+    page.set_viewport_size(PROJECTOR)
+    open_page(page, app_url, "", "present=true&lesson=masks")
+    page.wait_for_function(KEYS_JS)
+    page.get_by_role("button", name="Sentence").click()
+    box = page.locator('[data-testid="stPopoverBody"] textarea').first
+    box.fill("a b c d e")
+    box.press("Control+Enter")
+    settle(page)
+    page.wait_for_function("() => !document.activeElement || document.activeElement.tagName !== 'TEXTAREA'")
+    assert parse_qs(urlparse(page.url).query)["sentence"] == ["a b c d e"]
+    page.wait_for_function(KEYS_JS)
+    page.keyboard.press("PageDown")
+    page.get_by_text("The lab computed").first.wait_for(timeout=30_000)
+    assert "5 × 5" in page.inner_text('[data-testid="stMain"]')  # the question asked on the sentence applied
     assert_clean(page, page_errors)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from attention.lessons import course as questions
 from attention.lessons.course import Verdict
+from attention.lessons.course.toy import COUNTED_MASKS
 
 from ...lessons import clicks
 from ...markup import plain
@@ -149,6 +150,7 @@ def follow_link() -> None:
     browser keeps each link in its history; Back reruns the page on the older link, whose parameters the session
     would otherwise overwrite with its own. A link that differs from the one the last run wrote, while the session
     has not moved since (no button, no key), was navigated to: the course goes there."""
+    get("route")  # read on every run: the route travels in the link with the lesson
     now = (str(get("lesson")), str(get("answer")))
     last = st.session_state.get(WRITTEN)
     link = (st.query_params.get("lesson") or "map", st.query_params.get("answer") or "")
@@ -189,20 +191,49 @@ def course_map() -> None:
         "before it shows the answer: commit to a guess, then see the lab compute it."
     )
     marks = progress()
+    route = _route()
     top = st.container(horizontal=True, vertical_alignment="center")
-    first = next((lesson.id for lesson in LESSONS if lesson.id not in marks), LESSONS[0].id)
+    first = next((lesson.id for lesson in route if lesson.id not in marks), route[0].id)
     if clicks("course", -1) > 0:  # a presenter's PageDown on the map: the first lesson not done yet
         go(first)
         st.rerun()
     top.button("Start the course" if not marks else "Continue", type="primary", key="co:start", on_click=go,
                args=(first,))  # fmt: skip
     top.page_link("pages/self_attention.py", label="Just explore: open Self-attention", icon=":material/explore:")
+    top.page_link("pages/inventory.py", label="Check what you know: before the course, and again after it",
+                  icon=":material/quiz:")  # fmt: skip
+    short = [BY_ID[i] for i in questions.SHORT_ROUTE]
+    minutes = sum(lesson.minutes for lesson in short)
+    ways = st.container(horizontal=True, vertical_alignment="center")
+    if get("route") == "short":
+        ways.markdown(f"**The short route ★**: {len(short)} lessons, {minutes} min, for a 50-minute class. Next and "
+                      "PageDown go from one ★ lesson to the next.")  # fmt: skip
+        ways.button("Take the whole course", key="co:route", on_click=put, args=("route", "all"))
+    else:
+        ways.caption(f"A 50-minute class? The short route takes the {len(short)} lessons marked ★ ({minutes} min).")
+        ways.button("Take the short route ★", key="co:route", on_click=put, args=("route", "short"))
     for k, lesson in enumerate(LESSONS):
         row = st.container(horizontal=True, vertical_alignment="center", key=f"co-map-{lesson.id}")
         mark = MARKS.get(marks.get(lesson.id, ""), NOT_YET)
         row.button(f"{mark} {k + 1}. {lesson.title}", key=f"co:open:{lesson.id}", on_click=go, args=(lesson.id,))
-        row.caption(f"{lesson.minutes} min · the page: {lesson.page_title}")
+        star = " · ★ short route" if lesson.id in questions.SHORT_ROUTE else ""
+        row.caption(f"{lesson.minutes} min · the page: {lesson.page_title}{star}")
     st.caption("Your progress travels in this page's link (bookmark it to resume); the server keeps nothing about you.")
+
+
+def _route() -> tuple[Lesson, ...]:
+    """The lessons a learner goes through in order: all, or the short route's (a 50-minute class)."""
+    if get("route") == "short":
+        return tuple(lesson for lesson in LESSONS if lesson.id in questions.SHORT_ROUTE)
+    return LESSONS
+
+
+def _after(k: int, step: int) -> str:
+    """The lesson one on (step 1) or one back (-1) of lesson k on the route; the map past either end. A lesson off
+    the route goes on to the route's next one after it."""
+    ks = [LESSONS.index(lesson) for lesson in _route()]
+    on = [j for j in ks if j > k] if step > 0 else [j for j in ks if j < k][::-1]
+    return LESSONS[on[0]].id if on else "map"
 
 
 def _step(k: int, shown: bool, pending: bool = False) -> float:
@@ -212,21 +243,20 @@ def _step(k: int, shown: bool, pending: bool = False) -> float:
 
 
 def _clicker(k: int, lesson: Lesson, shown: bool, pending: bool = False) -> None:
-    """A presenter's PageDown: question → reveal → the next lesson's question; PageUp goes back."""
+    """A presenter's PageDown: question → reveal → the next lesson's question; PageUp goes back. While the reveal
+    waits for its run, PageDown waits too (the room has not seen the answer yet); PageUp goes back to the question."""
     move = clicks("course", _step(k, shown, pending), stage=".st-key-" + STAGE, hold=True)
-    if move == 0:
+    if move == 0 or (move > 0 and pending):
         return
     if move > 0 and not shown:
         reveal(lesson)
-    elif move > 0 and k + 1 < len(LESSONS):
-        go(LESSONS[k + 1].id)
     elif move > 0:
-        go("map")
+        go(_after(k, 1))
     elif shown:
         _forget(lesson)
         put("answer", "")
-    elif k > 0:
-        go(LESSONS[k - 1].id)
+    elif _after(k, -1) != "map":
+        go(_after(k, -1))
     st.rerun()
 
 
@@ -244,8 +274,9 @@ def lesson_view(lesson: Lesson) -> bool:
     nav = st.container(horizontal=True, vertical_alignment="center")
     nav.button("◀ Course map", key="co:map", on_click=go, args=("map",))
     nav.page_link(lesson.page, label=f"Open the page: {lesson.page_title}", icon=":material/open_in_new:")
-    nav.caption(f"Lesson {k + 1} of {len(LESSONS)} · {done} done · about {lesson.minutes} min · keys: PageDown "
-                "next, PageUp back")  # fmt: skip
+    route = " · the short route ★" if get("route") == "short" else ""
+    nav.caption(f"Lesson {k + 1} of {len(LESSONS)}{route} · {done} done · about {lesson.minutes} min · keys: "
+                "PageDown next, PageUp back")  # fmt: skip
     st.subheader(f"{k + 1}. {lesson.title}")
     st.markdown(lesson.why)
     with st.expander("Your inputs", expanded=False):
@@ -279,7 +310,9 @@ def _controls(lesson: Lesson) -> None:
     for name in lesson.controls:
         if name in ("sentence", "cross_sentence"):
             text(name, container=st, label="Sentence" if name == "sentence" else "Key/value sentence")
-        elif name in ("mask", "position", "kv_model"):
+        elif name == "mask":  # the masks whose zeros the question counts (a custom mask has no cells here)
+            pick(name, list(COUNTED_MASKS), "Mask type", container=st)
+        elif name in ("position", "kv_model"):
             select(name, container=st)
         elif name in ("layer", "head"):  # counted from 1 on screen, as every number in the course
             pick(name, list(range(6 if name == "layer" else 12)), name.capitalize(), container=st,
@@ -294,6 +327,9 @@ def _controls(lesson: Lesson) -> None:
 
 def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
     q = lesson.question
+    if q.problem(now) is not None:  # the prompt says why it cannot be asked: nothing to answer or to show
+        box.caption("Change your inputs above, and the question is asked on them.")
+        return
     if q.kind == "cell":  # the query's row, blank: a click on a cell is the prediction, and so is a pill below it
         _cell_grid(box, lesson, now)
         # outside the form: a pill picked frames its cell in the grid at once (a form would hold it until Commit);
@@ -388,15 +424,16 @@ def _reveal(box: Any, lesson: Lesson, now: dict[str, Any], kept: Answer) -> None
     # words before it otherwise
     box.html(f"<style>.st-key-{FIGURE} {{ padding-top: 1.75rem; }}</style>")
     with box.container(key=FIGURE):
-        lesson.figure(now)
+        if q.problem(now) is None:  # inputs the question refuses (a blank sentence) have no figure either
+            lesson.figure(now)
     words, values = lesson.now_try(now)
     row = box.container(horizontal=True, vertical_alignment="center")
     row.markdown("**Now try:**")
     row.button(words, key="co:try", on_click=_try, args=(values,))
-    k = LESSONS.index(lesson)
-    if k + 1 < len(LESSONS):
-        row.button(f"Next: {LESSONS[k + 1].title} ▶", key="co:next", type="primary", on_click=go,
-                   args=(LESSONS[k + 1].id,))  # fmt: skip
+    after = _after(LESSONS.index(lesson), 1)
+    if after != "map":
+        row.button(f"Next: {BY_ID[after].title} ▶", key="co:next", type="primary", on_click=go,
+                   args=(after,))  # fmt: skip
     else:
         row.button("Back to the course map ▶", key="co:end", type="primary", on_click=go, args=("map",))
 
