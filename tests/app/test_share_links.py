@@ -139,7 +139,7 @@ def open_page(path: str, params: dict[str, str] | None = None) -> AppTest:
 def change(widget) -> None:
     """Set a widget to a value other than its own (the next option, one step up or down, the other state)."""
     kind = type(widget).__name__
-    if kind == "Slider":
+    if kind in ("Slider", "NumberInput"):  # a seed is a number box (ui.widgets.is_seed)
         step = widget.step or 1
         widget.set_value(widget.value + step if widget.value + step <= widget.max else widget.value - step)
     elif kind == "Selectbox":

@@ -105,3 +105,23 @@ def test_every_vega_chart_shows_its_plot_at_a_readable_size(browser, app_url, sh
         assert all(len(charts) == TRAINING_CHARTS for charts, _ in found.values()), found
     small = {WIDTHS[size]["width"]: small for size, (_, small) in found.items() if small}
     assert small == {}, f"/{path} ({scheme}), plots under {MIN_PLOT_W}x{MIN_PLOT_H} px by width: {small}; all: {found}"
+
+
+MIN_HEATMAP_W = 240  # px: below this a heatmap's labels and cells no longer read (issue 43: 113 to 176 px)
+HEATMAPS_JS = """() => [...document.querySelectorAll('[data-testid=stMain] .al-heatmap')]
+  .filter(e => e.getClientRects().length > 0)
+  .map(e => [e.dataset.title, Math.round(e.getBoundingClientRect().width)])"""
+
+
+@pytest.mark.parametrize("size", list(WIDTHS))
+def test_the_real_model_pages_heatmaps_are_each_readably_wide(page, app_url, size):
+    """Outside presenter mode, beside the sidebar: each of the Real model page's heatmaps (the model view's twelve
+    heads among them) is at least MIN_HEATMAP_W px wide, at 1024 x 768 and at 1400 x 900."""
+    page.set_viewport_size(WIDTHS[size])
+    open_page(page, app_url, "real_model")
+    wait_for_charts(page, timeout=120_000)
+    page.wait_for_timeout(800)
+    maps = page.evaluate(HEATMAPS_JS)
+    assert len(maps) >= 20, maps  # 12 heads, the head's 4 panels, weight and norm, rollout, the gallery
+    narrow = [(title, width) for title, width in maps if width < MIN_HEATMAP_W]
+    assert narrow == [], f"heatmaps under {MIN_HEATMAP_W} px at {size}: {narrow}"

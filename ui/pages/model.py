@@ -34,10 +34,9 @@ from ..state import get, put
 # Making one is admitted against the server's budget (server.budget), its bytes held there while anything holds it.
 CACHE_BYTES = 48 * budget.MB
 HEAD_CACHE_BYTES = 24 * budget.MB  # the heads' Results (7 MB at 512 tokens), most recent first
-# The heatmap component draws at least 120 px wide (wider overlaps its neighbour): four a row fit the main
-# column of a 1024 px window beside the sidebar (six do not)
-HEADS_A_ROW = 4
-PRESENT_HEADS_A_ROW = 3  # presenter mode's larger type at 1024 px: four a row drew them 199 px wide, three 270
+# Each head's map is this wide, side by side as many as the main column holds: two beside the sidebar of a 1024 px
+# window, three in presenter mode (four a row drew them 113 to 176 px wide there: labels and cells unreadable)
+HEAD_MAP_W = 270
 MODEL_VIEW_MAX = 64  # the model view draws 72 T x T maps; beyond this many tokens it is one blur
 
 BEHAVIOURS = {
@@ -135,9 +134,9 @@ def go_to(layer: int, head: int) -> None:
 
 
 def model_view(run: minilm.Reading, layer: int, head: int, key: str = "rm:view") -> None:
-    """Every head of every layer: one heatmap a head (four side by side, three rows of them; three a row in
-    presenter mode), its 6 layers stacked top to bottom and parted by a grey row. A click on a row selects that
-    layer and head, and follows that query token.
+    """Every head of every layer: one heatmap a head (HEAD_MAP_W px wide, as many side by side as the window
+    holds), its 6 layers stacked top to bottom and parted by a grey row. A click on a row selects that layer and
+    head, and follows that query token.
 
     One heatmap per head rather than 72 tiny ones (taller than the screen: each heatmap is at least 100 px high)
     or one tiled image of all (its click reports a row only, which names the layer but not the head).
@@ -148,17 +147,15 @@ def model_view(run: minilm.Reading, layer: int, head: int, key: str = "rm:view")
     rows = [f"L{lay} {name}" if name else "" for lay in range(layers) for name in [*tok, ""]][:-1]
     blocked = torch.ones(layers * (t + 1) - 1, t, dtype=torch.bool)
     blocked[t :: t + 1] = False  # the separator rows
-    a_row = PRESENT_HEADS_A_ROW if get("present") else HEADS_A_ROW
+    grid = st.container(horizontal=True, wrap=True, key=f"{key}:grid")
     for h in range(heads):
-        if h % a_row == 0:
-            cols = st.columns([1.5] + [1] * (a_row - 1))
         stacked = torch.zeros(layers * (t + 1) - 1, t)
         for lay in range(layers):
             stacked[lay * (t + 1) : lay * (t + 1) + t] = run.weights[lay, h]
         picked = heatmap(
             stacked, rows, keys, title=f"h{h}" + (" ◆" if h == head else ""), kind="weights", blocked=blocked,
-            key=f"{key}:{h}", container=cols[h % a_row], selectable=True, legend=False, annotate=False,
-            row_labels=h % a_row == 0,
+            key=f"{key}:{h}", container=grid.container(width=HEAD_MAP_W), selectable=True, legend=False,
+            annotate=False,
         )  # fmt: skip
         if picked is not None and picked % (t + 1) < t:
             new = (picked // (t + 1), h, picked % (t + 1))
