@@ -35,6 +35,8 @@ offered = [k for k in a.scores if k not in missing]
 if len(offered) < 2:  # one token (none left once the first is out): no query has what any two scores need
     ui.stop(f"This text is too short to score its heads: {a.tokens} token{'s' * (a.tokens != 1)} to score. Type a "
             "longer text, or switch off “Leave the first token out”.", "info")  # fmt: skip
+circuits = atlas.circuit_scores(model, source, text)  # SmolLM2: what a head writes, beside where it looks
+offered += list(circuits)
 if atlas.p("y") not in offered:  # induction, on a text where nothing repeats: the next score instead
     ui.put(atlas.PREFIX + "y", next(k for k in offered if k != atlas.p("x")))
 c = st.columns(3)
@@ -42,7 +44,7 @@ x = ui.pick(atlas.PREFIX + "x", offered, "Across (x)", container=c[0], format_fu
 y = ui.pick(atlas.PREFIX + "y", offered, "Up (y)", container=c[1], format_func=H.NAMES.get)
 colour = ui.segmented(atlas.PREFIX + "colour", container=c[2], format_func={
     "layer": "layer", "kv_group": "K/V group"}.get) if a.group > 1 else "layer"  # fmt: skip
-table = atlas.frame(a)
+table = atlas.frame(a, circuits)
 picked = atlas.scatter(table, x, y, colour)
 if picked is not None:
     atlas.open_head(model, *picked)
@@ -59,14 +61,14 @@ st.caption("Computed from the scores above: change the input or the switch and t
 st.subheader("Every score of every head")
 st.dataframe(table, hide_index=True, height=360, column_config={
     k: st.column_config.NumberColumn(H.NAMES[k], format="%.1f" if k == "mean_distance" else "%.3f",
-                                     help=H.DEFINITIONS[k]) for k in a.scores})  # fmt: skip
+                                     help=H.DEFINITIONS[k]) for k in [*a.scores, *circuits]})  # fmt: skip
 st.caption("Click a column's name to sort by it.")
 
 with st.expander("How each score is computed"):
     st.markdown(
         "A is a head's matrix of weights (rows: queries i, columns: keys j). Each score is the mean over the "
         "queries that have what it needs, pooled over every text of the input:\n\n"
-        + "\n".join(f"- **{H.NAMES[k]}**: {H.DEFINITIONS[k]}" for k in a.scores)
+        + "\n".join(f"- **{H.NAMES[k]}**: {H.DEFINITIONS[k]}" for k in [*a.scores, *circuits])
         + "\n\n**Leave the first token out** removes the first token's row and column and divides each row by "
         "what is left, so a head that parks most of its attention on the first token (a sink) is scored on where "
         "the rest goes; the first-token score stays the share it parked."

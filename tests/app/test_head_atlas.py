@@ -128,3 +128,27 @@ def test_a_one_token_text_with_the_first_token_left_out_says_why_and_does_not_cr
     assert "too short" in texts(at)
     set_widget(at, "toggle", "w:atlas_drop_first", False)  # the switch back off: still no crash
     assert not at.exception
+
+
+def test_smollm2s_copying_score_and_direct_logit_attribution_are_axes_and_columns() -> None:
+    """Issue 49: what a head writes as axes: its copying score (from the weights) and its direct logit attribution
+    to the token that comes next, averaged over the input's positions; MiniLM (no unembedding) offers neither."""
+    from attention.models import smollm2 as S
+    from attention.models.circuits import chat
+
+    at = page(atlas_model="smollm2", atlas_input="repeated", atlas_x="copying", atlas_y="logit_attribution")
+    assert not at.exception
+    spec = scatter_spec(at)
+    assert spec["encoding"]["x"]["field"] == "copying" and spec["encoding"]["y"]["field"] == "logit_attribution"
+    assert spec["encoding"]["x"]["scale"]["domain"] == [-1, 1]
+    table = at.dataframe[0].value
+    model = S.load()
+    got = torch.tensor(table["copying"].to_numpy(), dtype=torch.float32).view(30, 9)
+    torch.testing.assert_close(got, chat.copying_scores(model), atol=1e-6, rtol=0)
+    per_text = [chat.next_token_attribution(model, t.ids) for t in H.inputs("smollm2", "repeated")]
+    want = torch.cat(per_text, dim=-1).mean(-1)  # (L, h): every position of every text
+    got = torch.tensor(table["logit_attribution"].to_numpy(), dtype=torch.float32).view(30, 9)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    assert "copying" in [o for o in at.selectbox(key="w:atlas_x").options]
+    encoder = page(atlas_model="minilm", atlas_input="repeated")
+    assert "copying" not in encoder.dataframe[0].value.columns

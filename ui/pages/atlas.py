@@ -36,6 +36,8 @@ PAGES = {
 }
 LAYER_COLOURS = "viridis"
 GROUP_COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]
+# SmolLM2's circuit scores on an input (attention.models.circuits): 2 x 270 floats each, a few inputs kept
+CIRCUITS = Shared(budget.MB, lambda scores: sum(v.numel() * 4 for v in scores.values()))
 
 
 def p(name: str) -> Any:
@@ -80,24 +82,67 @@ def atlases_or_stop(model: str, source: str, text: str | None = None) -> tuple[H
         stop(f"The model cannot read this text: {exc}.")
 
 
-def frame(a: H.Atlas) -> pd.DataFrame:
-    """One row a head: head (L18H6), layer, head number, K/V group, then each score (NaN where missing)."""
+def _circuit_scores(source: str, text: str | None) -> dict[str, Any]:
+    """SmolLM2's copying scores (from the weights, once per process) and each head's direct logit attribution to
+    the token that comes next, averaged over every position of every text of the input: {name: (L, h)}."""
+    import torch
+
+    from attention.models import smollm2 as S
+    from attention.models.circuits import chat as circuits
+
+    model = S.load()
+    total, count = torch.zeros(model.n_layers, model.heads), 0
+    for t in H.inputs("smollm2", source, text):
+        if len(t.ids) < 2:
+            continue
+        make = lambda ids=t.ids: circuits.next_token_attribution(model, ids)  # noqa: E731
+        values = _admitted(S.run_bytes(model, len(t.ids)), make)  # (L, h, T-1)
+        total, count = total + values.sum(-1), count + values.shape[-1]
+    out = {"copying": circuits.copying_scores(model)}
+    if count:
+        out["logit_attribution"] = total / count
+    return out
+
+
+def circuit_scores(model: str, source: str, text: str | None = None) -> dict[str, Any]:
+    """The circuit scores of `H.CIRCUIT_SCORES` for SmolLM2 on an input (shared by every session), {} for MiniLM
+    (an encoder without an unembedding to attribute to); a busy server or a missing model: {} and a word."""
+    if model != "smollm2":
+        return {}
+    try:
+        with st.spinner("What every head writes: its copying score and its direct logit attribution…"):
+            key = (source, text if source == "text" else None)
+            return CIRCUITS.get(key, lambda: _circuit_scores(source, text), "Another visitor's scores: sharing them")
+    except (budget.Refused, ModelFileError, ValueError) as exc:
+        st.warning(f"The circuit scores cannot be made now: {exc}.")
+        return {}
+
+
+def frame(a: H.Atlas, extra: dict[str, Any] | None = None) -> pd.DataFrame:
+    """One row a head: head (L18H6), layer, head number, K/V group, then each score (NaN where missing), then the
+    `extra` scores ({name: (L, h)}, the circuit scores)."""
     rows = a.rows()
     out = pd.DataFrame(rows)
     out.insert(0, "name", [H.head_name(r["layer"], r["head"]) for r in rows])
+    for name, values in (extra or {}).items():
+        out[name] = [float(values[r["layer"], r["head"]]) for r in rows]
     return out
 
 
 def _scale(score: str):
     """A share is drawn from 0 to 1, whatever its largest value (a best induction score of 0.03 looks as small as
     it is); a distance in tokens from 0."""
+    if score == "copying":
+        return alt.Scale(domain=[-1, 1])
+    if score == "logit_attribution":  # a logit, either sign: around 0
+        return alt.Scale(zero=True, nice=True)
     return alt.Scale(zero=True, nice=True) if score == "mean_distance" else alt.Scale(domain=[0, 1])
 
 
 def scatter(table: pd.DataFrame, x: str, y: str, colour: str, key: str = "atlas:scatter") -> tuple[int, int] | None:
     """Every head a point at (x score, y score), coloured by its layer or its K/V group, its layer, head and every
     score on hover; returns the (layer, head) clicked, or None."""
-    scores = [c for c in table.columns if c in H.ENCODER_SCORES]
+    scores = [c for c in table.columns if c in H.ENCODER_SCORES or c in H.CIRCUIT_SCORES]
     pick = alt.selection_point(name="pick", fields=["layer", "head"], on="click")
     fmt = {s: ".1f" if s == "mean_distance" else ".3f" for s in scores}
     if colour == "kv_group" and "kv_group" in table.columns:

@@ -8,6 +8,7 @@ runs.py     the models run on the shipped corpus (atlas_corpus.json), the repeat
 
 from .runs import MiniLM, Runner, SmolLM2, Text, corpus, inputs, model_atlas, model_atlases, repeated_tokens, runner
 from .scores import (
+    CIRCUIT_SCORES,
     COLOURS,
     DEFINITIONS,
     ENCODER_SCORES,
@@ -30,6 +31,7 @@ from .scores import (
 from .summary import SINK_LAYER, STRONG, Atlas, atlas, findings, head_name, ranked, top_sentences
 
 __all__ = [
+    "CIRCUIT_SCORES",
     "COLOURS",
     "DEFINITIONS",
     "ENCODER_SCORES",

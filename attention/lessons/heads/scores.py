@@ -35,6 +35,8 @@ from ...basics.params import Param
 SCORES = ("previous_token", "first_token", "duplicate_token", "induction", "entropy", "mean_distance")
 # MiniLM's: Clark et al.'s [CLS]/[SEP], [SEP] alone (a head can park on it while [CLS] is first_token) and punctuation
 ENCODER_SCORES = (*SCORES, "special", "sep", "punctuation")
+# SmolLM2's circuit scores (attention.models.circuits; the atlas page adds them): what a head writes, not where it looks
+CIRCUIT_SCORES = ("logit_attribution", "copying")
 NAMES = {
     "previous_token": "previous-token",
     "first_token": "first-token (sink)",
@@ -45,6 +47,8 @@ NAMES = {
     "special": "[CLS]/[SEP]",
     "sep": "[SEP]",
     "punctuation": "punctuation",
+    "logit_attribution": "direct logit attribution",
+    "copying": "copying",
 }
 DEFINITIONS = {
     "previous_token": "A[i, i−1], the weight on the token just before (queries i ≥ 1)",
@@ -58,6 +62,10 @@ DEFINITIONS = {
     "special": "Σ A[i, j] over j = [CLS], [SEP]",
     "sep": "Σ A[i, j] over j = [SEP]: the end marker, where Clark et al. (2019) found BERT's middle layers park",
     "punctuation": "Σ A[i, j] over the punctuation tokens j",
+    "logit_attribution": "the head's output c W_O at i, through the final norm (its scale frozen) onto the unembedding "
+    "row of the token that comes next: how much the head itself raises that logit (queries i < T − 1)",
+    "copying": "Σλ / Σ|λ| over the eigenvalues of the OV circuit W_E W_V W_O W_U (Elhage et al. 2021): +1 copies "
+    "what it reads, −1 suppresses it (from the weights alone)",
 }
 # The scores that need a token to repeat: a text without one has no query to average them over
 NEED_REPEATS = ("duplicate_token", "induction")
@@ -81,9 +89,9 @@ SETTINGS: dict[str, Param] = {
                         "column removed and every row renormalised, so a sink does not drown the rest.",
                         default=False),
     "x": Param("choice", "Across (x)", "The score along the horizontal axis.", default="previous_token",
-               choices=ENCODER_SCORES),
+               choices=(*ENCODER_SCORES, *CIRCUIT_SCORES)),
     "y": Param("choice", "Up (y)", "The score along the vertical axis.", default="induction",
-               choices=ENCODER_SCORES),
+               choices=(*ENCODER_SCORES, *CIRCUIT_SCORES)),
     "colour": Param("choice", "Colour by", "Each head's layer, or the key/value head it reads (SmolLM2: 3 query "
                     "heads a K/V head).", default="layer", choices=COLOURS),
 }  # fmt: skip

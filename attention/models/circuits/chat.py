@@ -78,6 +78,23 @@ def attribution(model: S.Model, t: Trace, target: int, versus: int | None = None
     return A.attribute(components(model), parts(model, t), direction, model.out_norm, model.eps, t.hidden[-1, -1])
 
 
+@torch.no_grad()
+def next_token_attribution(model: S.Model, ids: Sequence[int]) -> torch.Tensor:
+    """Each head's direct logit attribution to the token that actually comes next, at every position t < T-1:
+    (L, h, T-1). value[l, h, t] = (c_{l,h,t} W_O^h) . (g * W_U[ids[t+1]]) / s_t, s_t the final norm's scale of
+    x_L at t (the direction is taken through W_O first: no (T, d_model) output a head is made)."""
+    run = S.run_ids(model, ids)
+    x = run.hidden_states[-1, :-1]  # (T-1, d_model)
+    u = model.embeddings.dequantize(torch.tensor(list(ids[1:]))) * model.out_norm  # (T-1, d_model)
+    u = u / A.rms_scale(x, model.eps)[:, None]
+    out = []
+    for layer in range(model.n_layers):
+        w_out = model.layers[layer].w_out.dequantize().T.reshape(model.heads, model.d_head, -1)  # (h, d_head, d)
+        through = w_out @ u.T  # (h, d_head, T-1)
+        out.append((run.context[layer, :, :-1] * through.transpose(1, 2)).sum(-1))  # (h, T-1)
+    return torch.stack(out)
+
+
 # the OV circuit --------------------------------------------------------------------------------------------
 
 
@@ -111,8 +128,9 @@ def head_copying(model: S.Model, layer: int, head: int) -> Copying:
     return copying_score(w.w_value, w.w_out, unembed_embed(model, layer))
 
 
+@functools.lru_cache(maxsize=1)
 def copying_scores(model: S.Model) -> torch.Tensor:
-    """Every head's copying score: (L, h)."""
+    """Every head's copying score: (L, h) (fixed weights: once per process)."""
     out = torch.zeros(model.n_layers, model.heads)
     for layer in range(model.n_layers):
         m = _matrices(model, layer)

@@ -369,3 +369,15 @@ def test_the_composition_json_has_every_head_once_and_nulls_where_no_later_layer
     want = C.reference(layers[0], 4, layers[1], 7)
     for kind in "qkv":
         assert got[kind][4][29 * 9 + 7] == pytest.approx(want[kind], rel=1e-4)
+
+
+def test_the_attribution_to_each_next_token_equals_the_last_positions_of_its_prefixes(model, traced) -> None:
+    p, _ = traced
+    values = chat.next_token_attribution(model, p.ids)
+    assert values.shape == (30, 9, len(p.ids) - 1)
+    for t in (2, 7):
+        prefix = chat.trace(model, p.ids[: t + 1])
+        want = C.by_head(chat.attribution(model, prefix, p.ids[t + 1]), 30, 9)
+        torch.testing.assert_close(values[:, :, t], want, atol=1e-4, rtol=1e-4)
+    scores = chat.copying_scores(model)
+    assert scores.shape == (30, 9) and float(scores[3, 4]) == pytest.approx(float(chat.head_copying(model, 3, 4).score))
