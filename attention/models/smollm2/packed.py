@@ -12,7 +12,7 @@ tests (1e-4 on logits of 20) by splitting numbers into bfloat16 pieces, as doubl
     x . w = sum_pieces (d_i (q - 8)) . x_j  +  (m + 8 d) . (sum of the block's inputs)   (float64, 1/32 the size)
 
 A product rounded to bfloat16 on the way out is corrected by calling the kernel again with the rounded value
-subtracted inside it, in float32, before the rounding: three extra groups of weights, all 8 (the kernel's zero),
+subtracted inside it, in float32, before the rounding: two extra groups of weights, all 8 (the kernel's zero),
 whose "zero" is minus the rounded output, switched on for a row by a 1 among that row's extra inputs.
 
 The layers' Q4_1 matrices pack as stored. The tied embedding (Q8_0, 8-bit) is not packed: the unembedding reads it
@@ -30,7 +30,7 @@ from .quantized import Quantized, integers
 from .reader import Layer, Model
 
 BLOCK = 32  # weights a scale covers, in the GGUF and in the kernel
-_EXTRA = 3  # extra groups: a row's three corrections (x1's twice, x2's once)
+_EXTRA = 2  # extra groups: a row's corrections (x1's and x2's; x1's second, in a call of its own)
 _TILES = 8  # the kernel's inner K tiles (how it lays out the packed integers)
 _BF16 = torch.bfloat16
 
@@ -95,7 +95,7 @@ def _extra_inputs() -> torch.Tensor:
     """The extra inputs of matvec's six rows (x1, x2; x1 and x2 corrected; x1 corrected twice, x3): which of the
     extra groups each row switches on (a 1 at the group's first input)."""
     on = torch.zeros(6, _EXTRA * BLOCK, dtype=_BF16)
-    for row, group in ((2, 0), (3, 1), (4, 0), (4, 2)):
+    for row, group in ((2, 0), (3, 1), (4, 0), (4, 1)):
         on[row, group * BLOCK] = 1.0
     return on
 
@@ -118,11 +118,10 @@ def matvec(x: torch.Tensor, p: Packed) -> torch.Tensor:
     y2 = _kernel(a[0:1], p, 1)  # (1, n): d2 x1
     r1 = _kernel(a[2:4], p, 0, -y1)  # (2, n): what rounding took from d1 x1 and d1 x2
     r2 = _kernel(a[2:4], p, 1, -y2)  # (2, n): what rounding took from d2 x1; d2 x2 (its own error is tiny)
-    r3 = _kernel(a[4:6], p, 0, torch.stack((-y1[0], torch.zeros_like(y1[0]), -r1[0])))  # (2, n): what
-    # rounding took from d1 x1's correction; d1 x3
-    y = torch.cat((y1, r1, r3[:1])).float().sum(0) + torch.cat((y2, r2, r3[1:])).float().sum(0)  # (n,)
-    sums = x.view(k // BLOCK, BLOCK).sum(-1)  # (in/32,) each block's input sum
-    return (y + p.offset @ sums)[None]  # (1, n)
+    r3 = _kernel(a[4:6], p, 0, -torch.stack((y1[0], r1[0])))  # (2, n): what rounding took from d1 x1's
+    # correction; d1 x3
+    y = torch.cat((y1, y2, r1, r2, r3)).float().sum(0)  # (n,) the pieces, the large first
+    return (y + torch.mv(p.offset, x.view(k // BLOCK, BLOCK).sum(-1)))[None]  # (1, n) with each block's offset
 
 
 @dataclass(frozen=True, eq=False)
