@@ -212,6 +212,8 @@ def svg(text: str, module_px: int = 8, quiet: int = 4) -> str:
     m = matrix(text)
     n = len(m) + 2 * quiet
     path = "".join(f"M{c + quiet},{r + quiet}h1v1h-1z" for r, row in enumerate(m) for c, dark in enumerate(row) if dark)
+    # named as an image (WCAG 1.1.1), wherever it is shown: inline, or as an <img> whose alt the caller gives
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {n} {n}" width="{n * module_px}" '
-            f'height="{n * module_px}" shape-rendering="crispEdges"><rect width="{n}" height="{n}" fill="#fff"/>'
+            f'height="{n * module_px}" shape-rendering="crispEdges" role="img" aria-label="QR code of the link">'
+            f'<title>QR code of the link</title><rect width="{n}" height="{n}" fill="#fff"/>'
             f'<path d="{path}" fill="#000"/></svg>')  # fmt: skip

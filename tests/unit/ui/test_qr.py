@@ -61,3 +61,4 @@ def test_a_text_too_long_is_refused_and_the_svg_has_its_quiet_zone() -> None:
     side = 29 + 2 * 4  # version 3, and 4 modules of white each side
     assert f'viewBox="0 0 {side} {side}"' in image and f'width="{side * 5}"' in image
     assert "M4,4h1v1h-1z" in image  # the top-left finder's corner, inside the quiet zone
+    assert 'role="img" aria-label="QR code of the link"' in image and "<title>QR code of the link</title>" in image
