@@ -172,6 +172,45 @@ def netns_room(replicas: int, logs: Path) -> Room:
     return Room(proxy, pid, procs["redis"].pid, stop, where)
 
 
+def cpu_s(pid: int | None) -> float:
+    """A process's CPU seconds so far (user + system), from /proc; 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, TypeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int | None) -> float:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, IndexError, TypeError):
+        return 0.0
+
+
+# What the capacity is read against (docs/deploy.md, "How big a room"): a replica's 690 MiB limit less its 6 %
+# reserve and 200 MB for large runs (scripts/capacity.py's budget), and 80 % of its one core.
+REPLICA_MIB, RESERVE, LARGE_RUNS_MIB, CORE_SHARE = 690, 0.06, 200 * 1e6 / 2**20, 0.8
+REFRESH_S = 3  # a learner's page looks for the next question this often (ui/pages/poll.py, LEARNER_EVERY_S)
+
+
+def refresh_cost(learner: Learner, pid: int | None, looks: int = 30, rounds: int = 3) -> dict:
+    """The CPU one learner's refresh costs its replica: `looks` runs of the learner's page, less what the replica
+    spends meanwhile without them (its other sessions: the projector's ticks), median of `rounds`. A whole run of
+    the page, where the refresh reruns only its fragment: an upper bound."""
+    costs = []
+    for _ in range(rounds):
+        before, t0 = cpu_s(pid), time.monotonic()
+        time.sleep(3)
+        idle_rate = (cpu_s(pid) - before) / (time.monotonic() - t0)
+        before, t0 = cpu_s(pid), time.monotonic()
+        for _ in range(looks):
+            learner.look()
+        spent = cpu_s(pid) - before - idle_rate * (time.monotonic() - t0)
+        costs.append(max(spent, 0.0) / looks)
+    return {"median_ms": round(1000 * statistics.median(costs), 2), "runs_ms": [round(1000 * c, 2) for c in costs]}
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -283,6 +322,8 @@ async def run(args: argparse.Namespace) -> dict:
             await projector.get_by_text(re.compile("^Answered$")).first.wait_for(timeout=60_000)
             code = re.search(r"Room code\s+([A-Z2-9]{5})", await projector.inner_text("body")).group(1)
             report["projector_replica"] = await replica_of(host)
+            names = [f"s{i}" for i in range(1, args.replicas + 1)]
+            rest = {n: rss_mib(room.replica_pid(n)) for n in names}
 
             started = time.monotonic()
             learners: list[Learner] = []
@@ -290,6 +331,12 @@ async def run(args: argparse.Namespace) -> dict:
                 batch = range(first, min(first + 6, args.learners))
                 learners += await asyncio.gather(*(asyncio.to_thread(Learner, room.proxy, code) for _ in batch))
             report["learners_loaded_s"] = round(time.monotonic() - started, 1)
+            loaded = {n: rss_mib(room.replica_pid(n)) for n in names}
+            report["replica_rss_mib"] = {"at rest": {n: round(v) for n, v in rest.items()},
+                                         "learners in": {n: round(v) for n, v in loaded.items()}}  # fmt: skip
+            report["mib_a_learner"] = round((sum(loaded.values()) - sum(rest.values())) / args.learners, 2)
+            busy = {n: cpu_s(room.replica_pid(n)) for n in names}
+            phase = time.monotonic()
             checks["every learner sees the question's answers"] = all(
                 CHOICES[0] in x.shown["buttons"] for x in learners
             )
@@ -339,6 +386,19 @@ async def run(args: argparse.Namespace) -> dict:
             checks["p95 answer to count <= 1 s"] = report["answer_to_count_s"]["p95"] <= 1
             want = {c: picks.count(c) for c in CHOICES}
             checks["split as answered"] = await split(projector) == want
+
+            took = time.monotonic() - phase
+            report["replica_cores_busy_while_answering"] = {
+                n: round((cpu_s(room.replica_pid(n)) - busy[n]) / took, 2) for n in names
+            }
+            pid = room.replica_pid(learners[0].replica) if learners[0].replica in names else None
+            cost = await asyncio.to_thread(refresh_cost, learners[0], pid)
+            report["learner_refresh_cpu_ms"] = cost
+            by_cpu = CORE_SHARE * REFRESH_S / max(cost["median_ms"] / 1000, 1e-4)
+            budget = REPLICA_MIB * (1 - RESERVE) - LARGE_RUNS_MIB - statistics.median(rest.values())
+            by_memory = budget / max(report["mib_a_learner"], 0.05)
+            report["learners_a_replica"] = {"by cpu": int(by_cpu), "by memory": int(by_memory),
+                                            "both": int(min(by_cpu, by_memory))}  # fmt: skip
 
             # 2. the projector's replica dies; the room and its count are intact on reload
             name = report["projector_replica"]
