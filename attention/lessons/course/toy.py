@@ -131,8 +131,8 @@ SCALING = Question(
     ("sentence", "seed", "d_k"),
     lambda i: (
         f"q and k have d_k = {_plural(int(i['d_k']), 'number')} each, every one drawn independently from N(0, 1). "
-        "Before any scaling, what is the spread (standard deviation) of q·k? Give the law's value: the scores of "
-        "your sentence on screen are one sample of it, and wobble around it."
+        "Before any scaling, what is the spread (standard deviation) of q·k? Give the law's value, not a sample: the "
+        "scores the lab draws for your sentence at the reveal wobble around it."
     ),
     _spread,
     lo=0,
