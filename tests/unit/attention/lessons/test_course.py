@@ -254,3 +254,26 @@ def test_the_fingerprint_follows_what_the_question_reads():
     a = course.inputs_for(q, {})
     assert course.fingerprint(q, a) != course.fingerprint(q, {**a, "sentence": OTHER})
     assert course.fingerprint(q, a) == course.fingerprint(q, {**a, "window": 9})  # not read: the same question
+
+
+@pytest.mark.parametrize("qid", [q for q in Q if q not in ("chat_model", "watch_it_learn", "real_model")])
+def test_every_question_lists_its_misconceptions_and_each_is_marked_wrong_at_its_defaults(qid):
+    q = Q[qid]
+    inputs = course.inputs_for(q, {})
+    truth = q.answer(inputs)
+    wrong = q.wrong_answers(inputs)
+    assert wrong, "no misconception listed"
+    for name, value in wrong.items():
+        raw = f"{value:.10g}" if q.kind == "number" else int(value)
+        same = value in (truth.accepted or {truth.value}) if q.kind != "number" else abs(value - truth.value) < 1e-9
+        assert q.check(inputs, raw).ok is same, name
+
+
+@pytest.mark.parametrize("qid", [q.id for q in Q.values() if "sentence" in q.reads and q.id != "scaling"])
+@pytest.mark.parametrize("sentence", ["", "  ", "?! ...", " ".join(["word"] * 600)])
+def test_a_sentence_no_lesson_can_ask_about_gets_one_sentence_not_an_exception(qid, sentence):
+    q = Q[qid]
+    inputs = course.inputs_for(q, {"sentence": sentence})
+    problem = q.problem(inputs)
+    assert problem and q.prompt(inputs) == problem and q.choices(inputs) == ()
+    assert q.check(inputs, "1").ok is None and q.answer(inputs).value is None
