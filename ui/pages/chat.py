@@ -13,7 +13,9 @@ import contextlib
 import functools
 import html
 import os
+import statistics
 import threading
+import time
 from collections.abc import Sequence
 
 import streamlit as st
@@ -213,6 +215,47 @@ def generation_bound(asked: int, shown: int) -> None:
     st.button("Continue", icon=":material/fast_forward:", key="chat:continue")
 
 
+def stream(model: S.Model, prompt: S.Prompt, start: int, count: int, temperature: float, top_k: int) -> None:
+    """Generate `count` tokens after the `start` shown, writing each as it comes (the token chips, the token's
+    time), then one rerun draws the rest of the page (the KV-cache views) for them. Each token is one `_step`: a
+    turn in the generating visitors' queue, admitted against the budget. Stop ends it: a click on it asks for a
+    rerun, which Streamlit answers by stopping this run at its next element; the tokens made so far stay (the
+    page's `generate` is moved on after each)."""
+    with or_stop("The next generated token"):
+        generation, lock = _generation(prompt.ids, temperature, top_k)
+    target = min(start + count, S.MAX_GENERATE)
+    st.button("Stop", icon=":material/stop:", key="chat:stop", help="Stop generating; the tokens made so far stay.")
+    chips, line = st.empty(), st.empty()
+    times: list[float] = []
+    shown = start
+    try:
+        for n in range(start + 1, target + 1):
+            began = time.perf_counter()
+            with lock:  # another session may be growing it: the tokens it made are ours too (the same seeds)
+                if len(generation) < n:
+                    _step(model, generation)
+            times.append(time.perf_counter() - began)
+            shown = n
+            chips.html(chips_html([*prompt.tokens, *S.labels(model, generation.tokens[:n])], len(prompt.ids)))
+            line.caption(f"Token {n - start} of {target - start}: {1000 * times[-1]:,.0f} ms "
+                         f"(median {1000 * statistics.median(times):,.0f} ms a token)")  # fmt: skip
+            st.session_state["chat:speed"] = (len(times), statistics.median(times))
+    finally:  # Stop's rerun may come at any element, even the step's own: a token made is a token shown
+        if shown < target and len(generation) > shown:
+            shown += 1
+        put(PREFIX + "generate", shown)
+    st.rerun()
+
+
+def speed_caption() -> None:
+    """The last streamed generation's tokens and median time a token, under the tokens."""
+    speed = st.session_state.get("chat:speed")
+    if speed:
+        many = f"{speed[0]} token{'s' if speed[0] != 1 else ''}"
+        st.caption(f"Last generated: {many}, median {1000 * speed[1]:,.0f} ms a token (one model step each, "
+                   "reading the KV cache).")  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------- callbacks
 
 
@@ -239,6 +282,11 @@ def visible(token: str) -> str:
 
 def token_chips(tokens: Sequence[str], generated_from: int | None = None) -> None:
     """The tokens as the model sees them, one chip each; a leading space shown as ␣; generated tokens in green."""
+    st.html(chips_html(tokens, generated_from))
+
+
+def chips_html(tokens: Sequence[str], generated_from: int | None = None) -> str:
+    """`token_chips`' HTML (a placeholder rewrites it as tokens stream in)."""
     chips = []
     for i, t in enumerate(tokens):
         shown = visible(t)
@@ -247,7 +295,7 @@ def token_chips(tokens: Sequence[str], generated_from: int | None = None) -> Non
             f'<code style="background:{colour};border-radius:4px;padding:1px 5px;margin:0 3px 4px 0;'
             f'display:inline-block;color:#222">{html.escape(shown)}</code>'
         )
-    st.html(f'<div style="line-height:1.9">{"".join(chips)}</div>')
+    return f'<div style="line-height:1.9">{"".join(chips)}</div>'
 
 
 def head_map(scores: torch.Tensor, title: str, layer: int, head: int, key: str = "chat:map") -> None:
