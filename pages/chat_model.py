@@ -47,11 +47,18 @@ asked, n = n, min(n, len(generation))  # a link's many tokens come over several 
 row = st.container(horizontal=True, vertical_alignment="center")
 row.button("Generate one token", on_click=chat.add_token, args=(n + 1,), disabled=n >= S.MAX_GENERATE,
            icon=":material/arrow_forward:")  # fmt: skip
+many = int(row.number_input("Tokens to generate", 1, S.MAX_GENERATE, 16, key="chat:many", width=120,
+                            label_visibility="collapsed", help="Tokens one click generates, streamed."))  # fmt: skip
+streaming = row.button(f"Generate {many} tokens", disabled=n >= S.MAX_GENERATE, key="chat:stream",
+                       icon=":material/fast_forward:")  # fmt: skip
 row.button("Start again", on_click=chat.add_token, args=(0,), disabled=n == 0)
 chat.generation_bound(asked, n)
+if streaming:
+    chat.stream(model, prompt, n, many, temperature, top_k)  # each token written as it comes, then one rerun
 if n:
     new = generation.tokens[:n]
     chat.token_chips([*prompt.tokens, *S.labels(model, new)], generated_from=len(prompt.ids))
+    chat.speed_caption()
     cached = generation.prompt_length + n  # tokens in the cache after step n
     layer_bytes = decoding.cache_bytes(model.kv_heads, cached, model.d_head, model.d_head)
     layer_now = int(chat.p("layer"))

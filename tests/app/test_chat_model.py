@@ -231,6 +231,39 @@ def test_a_run_waiting_for_memory_leaves_a_visitor_s_generation_and_prompt_run_t
     assert not at.exception and calls == [1] and "Step 4:" in texts(at)
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
+def test_generate_n_tokens_streams_each_token_then_reruns_once_and_stop_keeps_what_was_made(monkeypatch) -> None:
+    """Issue 45: "Generate N tokens" makes N model steps in one click, writing each token as it comes (the chips
+    and the token's time), then one rerun draws the KV-cache views; Stop (a rerun asked for mid-way) keeps the
+    tokens made so far."""
+    import streamlit as st
+
+    from ui.pages import chat
+
+    steps = []
+    generate_next = S.generate_next
+    monkeypatch.setattr(S, "generate_next", lambda *a: steps.append(1) or generate_next(*a))
+    text = "Streaming writes each new token as it comes"
+    at = page(chat_prompt=text)
+    at.number_input(key="chat:many").set_value(5).run()
+    at.button(key="chat:stream").click().run()
+    assert not at.exception and len(steps) == 5  # more than STEPS_PER_RUN's bound of a link: a person asked
+    said = texts(at)
+    assert "Step 5:" in said and "Last generated: 5 tokens, median" in said
+    row = heatmaps(at)["The new row of attention, layer 18"][0]  # the views drawn at the end, for 5 tokens
+    assert row.shape[1] == len(S.prompt(S.load(), text).ids) + 5
+    step = chat._step
+
+    def stopped(model, generation):  # the Stop button's rerun arrives during the third step
+        step(model, generation)
+        if len(steps) == 8:
+            st.rerun()
+
+    monkeypatch.setattr(chat, "_step", stopped)
+    at.button(key="chat:stream").click().run()
+    assert not at.exception and len(steps) == 8 and "Step 8:" in texts(at)  # 3 more, not 5: stopped, kept
+
+
 def test_what_each_head_writes_splits_the_next_tokens_logit_and_opens_the_chosen_head(run) -> None:
     from attention.models import circuits
     from attention.models.circuits import chat as chat_circuits
