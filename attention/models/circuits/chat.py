@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -174,10 +175,49 @@ def _layers(model: S.Model) -> Iterator[HeadMatrices]:
         yield _matrices(model, layer)
 
 
+# The composition of the official file's 270 heads, computed once by `save_composition` (tens of seconds on one
+# thread) and shipped: the entries where the reader's layer is later, float32, with the file's SHA-256; a thorough
+# test recomputes them from the weights (tests/unit/attention/models/test_circuits.py).
+SHIPPED = Path(__file__).with_name("smollm2_composition.pt")
+
+
+def compute_composition(model: S.Model) -> Composition:
+    """Q-, K-, V-composition of all 270 heads from the weights, one layer's attention matrices at a time."""
+    return composition(_layers(model))
+
+
+def save_composition(model: S.Model, path: Path = SHIPPED) -> None:
+    """Compute the composition and write what `head_composition` reads back (the later-layer entries only)."""
+    c = compute_composition(model)
+    torch.save({"sha256": S.GGUF.sha256, "layers": model.n_layers, "heads": model.heads,
+                "q": c.q[c.later].clone(), "k": c.k[c.later].clone(), "v": c.v[c.later].clone(),
+                "ov_norms": c.ov_norms, "qk_norms": c.qk_norms}, path)  # fmt: skip
+
+
+def _shipped(model: S.Model, path: Path) -> Composition | None:
+    """The shipped composition, when it is there and of this file and shape; None otherwise."""
+    try:
+        data = torch.load(path, weights_only=True)
+    except (FileNotFoundError, RuntimeError, EOFError):
+        return None
+    if data.get("sha256") != S.GGUF.sha256 or (data["layers"], data["heads"]) != (model.n_layers, model.heads):
+        return None
+    n, h = model.n_layers * model.heads, model.heads
+    layer_of = torch.arange(n) // h
+    later = layer_of[None, :] > layer_of[:, None]  # (N, N)
+    full = {}
+    for kind in "qkv":
+        full[kind] = torch.zeros(n, n)
+        full[kind][later] = data[kind]
+    heads = tuple((i // h, i % h) for i in range(n))
+    return Composition(heads, full["q"], full["k"], full["v"], later, data["ov_norms"], data["qk_norms"])
+
+
 @functools.lru_cache(maxsize=1)
 def head_composition(model: S.Model) -> Composition:
-    """Q-, K-, V-composition of all 270 heads (fixed weights: computed once per process, a few seconds)."""
-    return composition(_layers(model))
+    """Q-, K-, V-composition of all 270 heads (fixed weights): the shipped numbers, else computed once per
+    process."""
+    return _shipped(model, SHIPPED) or compute_composition(model)
 
 
 # tokens by their text ---------------------------------------------------------------------------------------

@@ -381,3 +381,16 @@ def test_the_attribution_to_each_next_token_equals_the_last_positions_of_its_pre
         torch.testing.assert_close(values[:, :, t], want, atol=1e-4, rtol=1e-4)
     scores = chat.copying_scores(model)
     assert scores.shape == (30, 9) and float(scores[3, 4]) == pytest.approx(float(chat.head_copying(model, 3, 4).score))
+
+
+@pytest.mark.thorough  # all 270 heads from the weights: tens of seconds of matrix products
+def test_the_shipped_composition_equals_the_one_computed_from_the_weights(model: S.Model, tmp_path) -> None:
+    shipped = chat._shipped(model, chat.SHIPPED)
+    assert shipped is not None, "run chat.save_composition(S.load()) to ship the numbers"
+    computed = chat.compute_composition(model)
+    for kind in ("q", "k", "v", "later", "ov_norms", "qk_norms"):
+        torch.testing.assert_close(getattr(shipped, kind), getattr(computed, kind), atol=1e-6, rtol=1e-5)
+    assert shipped.heads == computed.heads
+    other = tmp_path / "other.pt"
+    torch.save({**torch.load(chat.SHIPPED, weights_only=True), "sha256": "0" * 64}, other)
+    assert chat._shipped(model, other) is None and chat._shipped(model, tmp_path / "missing.pt") is None
