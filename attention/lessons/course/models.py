@@ -228,7 +228,8 @@ def _fall_words(inputs: Inputs) -> str:
     return (
         f"A {s.layers}-layer attention-only model with {s.heads} heads a layer learns to continue a repeated run of "
         f"tokens ({s.steps} steps, seed {s.seed}, its loss measured every {s.every} steps). Near which step does its "
-        f"loss on the repeated half fall fastest? Right means within ±{FALL_TOLERANCE} steps of the lab's step."
+        f"loss on the repeated half fall fastest? Right means within ±{FALL_TOLERANCE} steps of the lab's step, or "
+        f"within half its distance from step {s.every} where that is less."
     )
 
 

@@ -269,7 +269,8 @@ def _shuffle(inputs: Inputs) -> Truth:
     k = 0 if check.equivariant else 1
     kind = str(inputs["position"])
     if shuffled_tokens == tokens:
-        why = "This sentence has no other order (its words are all the same), so nothing can move."
+        alone = "it is one word" if len(tokens) == 1 else "its words are all the same"
+        why = f"This sentence has no other order ({alone}), so nothing can move."
     elif k == 0 and kind == "none":
         why = ("Without positions attention sees a bag of words: each word's context is the same, wherever it "
                f"stands (largest difference {check.max_difference:.1g}).")  # fmt: skip
