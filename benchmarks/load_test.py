@@ -81,7 +81,7 @@ LOOPBACK = live_server.LOOPBACK
 WORDS = ("the", "chef", "prepared", "a", "delicious", "meal", "life", "is", "short", "eat", "dessert", "first",
          "cat", "sat", "on", "mat", "and", "it", "was", "served", "with", "wine", "journey", "starts")  # fmt: skip
 MASKS = ("none", "causal", "padding", "window")
-SLIDERS = {"seed": "seed", "d_k": "d_k (", "d_v": "d_v (", "heads": "heads"}  # name: aria-label prefix
+SLIDERS = {"d_k": "d_k (", "d_v": "d_v (", "heads": "heads"}  # name: aria-label prefix (the seed is a number box)
 MATCH_TIMEOUT_S = 30.0
 EXPORT_TIMEOUT_S = 180.0  # how long Streamlit's frontend waits for a deferred download's file
 STICKY_COOKIE = "SRV"  # the cookie in which deploy/haproxy.cfg names a session's process
