@@ -133,7 +133,10 @@ def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeyp
     next(b for b in at.button if b.label == "Generate one token").click().run()
     assert not at.exception and calls == [1]  # one model step over the one new token
     assert "Step 20:" in texts(at) and "the cache now holds 34 tokens" in texts(at)
-    assert budget.SERVER.used > held  # the grown cache and row are held in the server's budget
+    from ui.pages import chat
+
+    assert chat.GENERATIONS.held()  # the grown cache and row are held for the visitor, in the page's own bound
+    assert budget.SERVER.used == held  # and counted as the process's memory, not in the budget's bytes
     at.run()
     set_widget(at, "selectbox", "w:chat_layer", 4)
     assert not at.exception and calls == [1]  # a rerun and a click: no model step
@@ -214,21 +217,23 @@ def test_a_run_waiting_for_memory_leaves_a_visitor_s_generation_and_prompt_run_t
     """Issue 50: every run that waited for memory cleared the chat page's caches, so each visitor's next click ran
     the prompt again (a large run) and regenerated every token so far. Now the next click is one model step."""
     from server import budget
+    from ui.pages import chat
 
     at = page(chat_generate="3", chat_prompt="Eviction must not take away what a visitor steps through")
     assert "Step 3:" in texts(at)
+    made = (chat.RUNS.made, chat.GENERATIONS.made)
     calls = []
-    run_ids = S.run_ids
+    run_ids = S.generation.run_ids
 
     def counted(*args, **kwargs):
         calls.append(len(args[1]))
         return run_ids(*args, **kwargs)
 
-    monkeypatch.setattr(S, "run_ids", counted)
-    monkeypatch.setattr(S.generation, "run_ids", counted)
+    monkeypatch.setattr(S.generation, "run_ids", counted)  # generate_next's step
     budget.SERVER.evict_all()  # what a run that does not fit the memory calls, as often as it polls
     next(b for b in at.button if b.label == "Generate one token").click().run()
-    assert not at.exception and calls == [1] and "Step 4:" in texts(at)
+    assert not at.exception and calls == [1] and "Step 4:" in texts(at)  # one step, not 4 again
+    assert (chat.RUNS.made, chat.GENERATIONS.made) == made  # the prompt's run and the generation: not made again
 
 
 @pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
