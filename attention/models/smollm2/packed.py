@@ -160,15 +160,28 @@ class PackedModel:
         return sum(m.nbytes for layer in self.layers for m in (layer.qkv, layer.out, layer.gate_up, layer.down))
 
 
-_PACKED: weakref.WeakKeyDictionary[Model, PackedModel] = weakref.WeakKeyDictionary()
+_PACKED: weakref.WeakKeyDictionary[Model, PackedModel | None] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
-def packed(model: Model) -> PackedModel:
-    """The model's matrices packed, built once per model (a process's sessions share it) on the first step."""
+def exact_enough(p: Packed, w: Quantized, seed: int = 0) -> bool:
+    """Whether the kernel gives float32's numbers on this machine: one seeded product of `w` packed within
+    2e-7 |x| . |w| of the exact one (float64), as a float32 matmul is (tests/unit/attention/models/test_smollm2.py)."""
+    x = torch.randn(1, w.shape[1], generator=torch.Generator().manual_seed(seed))
+    dense = w.dequantize().double()
+    exact = x.double() @ dense.T
+    bound = 2e-7 * float((x.double().abs() @ dense.abs().T).max())
+    return float((matvec(x, p).double() - exact).abs().max()) <= bound
+
+
+def packed(model: Model) -> PackedModel | None:
+    """The model's matrices packed, built once per model (a process's sessions share it) on the first step; None
+    where this machine's int4 kernel does not give float32's numbers (checked once, on layer 0's W_gate and W_up,
+    before packing the rest): there a step dequantizes every layer, as before."""
     with _LOCK:
-        found = _PACKED.get(model)
-        if found is None:
-            found = PackedModel(tuple(pack_layer(layer) for layer in model.layers))
-            _PACKED[model] = found
-        return found
+        if model not in _PACKED:
+            first = model.layers[0]
+            check = _stacked(first.w_gate, first.w_up)
+            ok = exact_enough(pack(check), check)
+            _PACKED[model] = PackedModel(tuple(pack_layer(layer) for layer in model.layers)) if ok else None
+        return _PACKED[model]

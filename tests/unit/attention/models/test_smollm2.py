@@ -281,8 +281,11 @@ def test_a_packed_product_is_float32s_and_the_weights_stay_4_bit(model: S.Model)
             bound = 2e-7 * (x.double().abs() @ dense.abs().T).max()  # float32 dot products: a few 2^-24 |x||w|
             assert float((packed.matvec(x, p).double() - exact).abs().max()) <= bound
             assert float(((x @ dense.float().T).double() - exact).abs().max()) <= bound
+    assert packed.exact_enough(p, w)  # the check a process makes once before packing every layer
+    wrong = packed.Packed(p.weight, (p.scale_zeros[0], torch.zeros_like(p.scale_zeros[1])), p.offset, p.shape)
+    assert not packed.exact_enough(wrong, w)  # a kernel that dropped d2 (2^-9 of each scale) would be caught
     four_bit = packed.packed(model)
-    assert four_bit is packed.packed(model)  # once a process
+    assert four_bit is not None and four_bit is packed.packed(model)  # once a process
     assert four_bit.nbytes < 1.6 * sum(
         m.nbytes for lw in model.layers for m in (lw.w_query, lw.w_key, lw.w_value, lw.w_out, lw.w_gate, lw.w_up,
                                                  lw.w_down)
