@@ -404,10 +404,15 @@ async def run(args: argparse.Namespace) -> dict:
             name = report["projector_replica"]
             os.kill(room.replica_pid(name), signal.SIGKILL)
             killed = time.monotonic()
-            await projector.reload(timeout=120_000)
-            await wait_until("the projector's room after the kill", lambda: count(projector), 120)
+            print(json.dumps(report), file=sys.stderr, flush=True)  # what phase 1 measured, whatever follows
+            await projector.reload(timeout=180_000)
+            try:
+                await wait_until("the projector's room after the kill", lambda: count(projector), 180)
+            except TimeoutError:  # a check that fails, not a run that stops: the figures above are kept
+                report["projector_back_after_kill_s"] = None
             body = await projector.inner_text("body")
-            report["projector_back_after_kill_s"] = round(time.monotonic() - killed, 1)
+            if "projector_back_after_kill_s" not in report:
+                report["projector_back_after_kill_s"] = round(time.monotonic() - killed, 1)
             report["projector_replica_after_kill"] = await replica_of(host)
             checks["room intact after the projector's replica died"] = (
                 re.search(rf"Room code\s+{code}", body) is not None

@@ -98,7 +98,7 @@ def give(phone, qid: str, value) -> None:
             phone.get_by_test_id("stSelectbox").filter(has_text=label).click()
             phone.get_by_role("option").nth(index).click()
         phone.get_by_role("button", name="Send").click()
-    wait_text(phone, "^Your answer")
+    wait_text(phone, "^Your answer: ")
 
 
 def errors_on(phone) -> list[str]:
@@ -120,17 +120,17 @@ def test_each_kind_answered_on_a_phone_survives_a_minute_of_refreshes_a_change_a
     phone.goto(f"{app_url}/poll?room={code}", timeout=120_000)
     settle(phone)
     give(phone, qid, first)
-    shown = phone.get_by_text(re.compile("^Your answer")).first.inner_text()
+    shown = phone.get_by_text(re.compile("^Your answer: ")).first.inner_text()
     end = time.monotonic() + WATCH_S
     looks = 0
     while time.monotonic() < end:  # the page's own refresh, again and again: the answer stays, nothing breaks
         phone.wait_for_timeout(2_000)
         assert errors_on(phone) == [], f"after {looks} looks: {errors_on(phone)}"
-        assert phone.get_by_text(re.compile("^Your answer")).first.inner_text() == shown
+        assert phone.get_by_text(re.compile("^Your answer: ")).first.inner_text() == shown
         looks += 1
     give(phone, qid, then)
     deadline = time.monotonic() + 15
-    while phone.get_by_text(re.compile("^Your answer")).first.inner_text() == shown:  # changed
+    while phone.get_by_text(re.compile("^Your answer: ")).first.inner_text() == shown:  # changed
         assert time.monotonic() < deadline, "the phone's changed answer was not shown"
         phone.wait_for_timeout(200)
     assert errors_on(phone) == []
