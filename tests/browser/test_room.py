@@ -53,6 +53,23 @@ def app_url() -> Iterator[str]:
         live_server.stop(proc)
 
 
+@pytest.fixture
+def new_page(browser):
+    """new_page(**context options): a page in a context of its own (another device); every one is closed after the
+    test, so no phone or projector of an earlier test keeps refreshing beside the next one."""
+    contexts = []
+
+    def make(**options):
+        contexts.append(browser.new_context(**options))
+        page = contexts[-1].new_page()
+        page.set_default_timeout(60_000)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
 def wait_text(page, pattern: str, timeout_s: float = 30) -> None:
     page.get_by_text(re.compile(pattern)).first.wait_for(timeout=timeout_s * 1000)
 
@@ -109,13 +126,13 @@ def errors_on(phone) -> list[str]:
 
 @pytest.mark.parametrize("qid", list(KINDS))
 def test_each_kind_answered_on_a_phone_survives_a_minute_of_refreshes_a_change_and_the_reveal(
-    browser, app_url, qid, page_errors, shoot
+    new_page, app_url, qid, page_errors, shoot
 ) -> None:
     first, then = KINDS[qid]
-    projector = browser.new_context(viewport=PROJECTOR).new_page()
+    projector = new_page(viewport=PROJECTOR)
     code = open_room(projector, app_url)
     ask(projector, {"demo.rows": "add up to", "demo.causal": "causal mask", "demo.cell": "largest"}[qid])
-    phone = browser.new_context(**PHONE).new_page()
+    phone = new_page(**PHONE)
     phone.on("pageerror", lambda error: page_errors.append(str(error)))
     phone.goto(f"{app_url}/poll?room={code}", timeout=120_000)
     settle(phone)
@@ -151,13 +168,13 @@ def test_each_kind_answered_on_a_phone_survives_a_minute_of_refreshes_a_change_a
 
 @pytest.mark.parametrize("present", [False, True], ids=["plain", "presenter"])
 def test_the_projectors_first_screen_holds_code_qr_and_split_and_so_does_the_reveal(
-    browser, app_url, present, page_errors, shoot
+    new_page, app_url, present, page_errors, shoot
 ) -> None:
-    projector = browser.new_context(viewport=PROJECTOR).new_page()
+    projector = new_page(viewport=PROJECTOR)
     projector.on("pageerror", lambda error: page_errors.append(str(error)))
     code = open_room(projector, app_url, "present=true" if present else "")
     ask(projector, "add up to")
-    phone = browser.new_context(**PHONE).new_page()
+    phone = new_page(**PHONE)
     phone.goto(f"{app_url}/poll?room={code}", timeout=120_000)
     give(phone, "demo.rows", "1")
     wait_text(projector, r"^1: 1 \(100 %\)$", 10)
@@ -181,9 +198,9 @@ def test_the_projectors_first_screen_holds_code_qr_and_split_and_so_does_the_rev
     assert_clean(projector, page_errors)
 
 
-def test_no_address_carries_the_key_and_a_lessons_link_gives_no_host_controls(browser, app_url, page_errors) -> None:
-    instructor = browser.new_context(viewport=PROJECTOR)
-    projector = instructor.new_page()
+def test_no_address_carries_the_key_and_a_lessons_link_gives_no_host_controls(new_page, app_url, page_errors) -> None:
+    projector = new_page(viewport=PROJECTOR)
+    instructor = projector.context
     code = open_room(projector, app_url)
     assert "host=" not in projector.url
     wait_text(projector, "^Phones cannot open")  # this server listens on loopback only: it says so, and what to do
@@ -200,7 +217,7 @@ def test_no_address_carries_the_key_and_a_lessons_link_gives_no_host_controls(br
     key = next(c["value"] for c in instructor.cookies() if c["name"] == f"lab_host_{code}")
     assert key not in lesson_url and not [h for h in hrefs if key in h]
 
-    device = browser.new_context(**PHONE).new_page()  # the lesson's link, shared: another device opens it
+    device = new_page(**PHONE)  # the lesson's link, shared: another device opens it
     device.on("pageerror", lambda error: page_errors.append(str(error)))
     device.goto(lesson_url, timeout=120_000)
     settle(device)
