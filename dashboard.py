@@ -68,9 +68,11 @@ def run() -> None:
     # .streamlit/config.toml hides the navigation Streamlit would make from the pages/ folder; this one is shown
     st.set_option("client.showSidebarNavigation", True)
     page = st.navigation(nav, position=position, expanded=True)  # every page listed: collapsed hid the newest ones
-    # fixes to Streamlit's own markup (the navigation's lists, unnamed icons: assets/a11y.js), drawing nothing
-    st.html("<style>.st-key-al-a11y { display: none; }</style>")
-    assets.A11Y(key="al-a11y", data=None, height=0)
+    # fixes to Streamlit's own markup (the navigation's lists, unnamed icons: assets/a11y.js), drawing nothing; in the
+    # sidebar, under the navigation, so the page's own elements come first in the main column
+    with st.sidebar:
+        st.html("<style>.st-key-al-a11y { display: none; }</style>")
+        assets.A11Y(key="al-a11y", data=None, height=0)
     # A session's first run shows a heatmap with no numbers (it draws nothing) while `import ui` may still wait for
     # torch: the browser fetches Streamlit's script for custom components and the heatmap's own meanwhile, not once
     # the first heatmap arrives (measured by benchmarks/bench_startup.py)

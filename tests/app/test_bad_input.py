@@ -138,13 +138,17 @@ def _walk(node):
 
 
 OWN_STYLE = re.compile(r"<style>[^<]*</style>")  # a style sheet of the app's own (st.html), never the user's text
+# a chart's table of its numbers (ui.charts.data_table): the app's own tags, the user's text escaped inside them
+OWN_TABLE = re.compile(r'<details class="al-data-table">.*</details>', re.S)
+OWN_TABLE_TAGS = re.compile(r'</?(details|summary|table|caption|thead|tbody|tr|th|td|p)( (class|scope)="[a-z-]+")?>')
 
 
 def markdown_bodies(at: AppTest) -> list[str]:
     """Every Markdown text on the page (titles, captions, alerts, markdown), LaTeX and the app's own style sheets
-    (an element that holds a <style> and nothing else: the components' `display: none`) left out."""
+    (an element that holds a <style> and nothing else: the components' `display: none`) left out, and a chart's
+    table with its own tags taken out (what is left of it must be inert text)."""
     return [
-        n.proto.body
+        OWN_TABLE_TAGS.sub("", n.proto.body) if OWN_TABLE.fullmatch(n.proto.body) else n.proto.body
         for n in _walk(at._tree)
         if hasattr(n, "proto")
         and hasattr(n.proto, "body")
