@@ -793,7 +793,8 @@ export default function (component) {
   root.dataset.rows = String(h.r);
   root.dataset.cols = String(h.c);
   root.dataset.kind = h.kind;
-  root.dataset.pick = h.selectable === "cell" ? "cell" : h.selectable ? "row" : ""; // "cell": a question's grid
+  // "cell": a question's blank grid; "cells": a map of values whose cells are clicked (the chat page's heads)
+  root.dataset.pick = h.selectable === "cell" ? (h.blank === false ? "cells" : "cell") : h.selectable ? "row" : "";
   state.canvas.setAttribute("aria-label", `${h.title}: ${h.r} × ${h.c} heatmap`);
   for (const button of root.querySelectorAll(".al-heatmap-tools button:not(.al-heatmap-table-button)")) {
     button.setAttribute("aria-label", `Download ${h.title || "heatmap"} as ${button.textContent.slice(2)}`);

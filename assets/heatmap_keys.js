@@ -24,10 +24,9 @@ function cellSays(state, i, j) {
   const h = state.header;
   const k = i * h.c + j;
   const isBlocked = state.blocked !== null && state.blocked[k] === 1;
-  if (h.selectable === "cell") {
-    const picked = state.picked !== null && typeof state.picked === "object" && state.picked.i === i && state.picked.j === j;
-    return picked ? "picked" : "not picked";
-  }
+  const picked = state.picked !== null && typeof state.picked === "object" && state.picked.i === i && state.picked.j === j;
+  if (h.selectable === "cell" && h.blank !== false) return picked ? "picked" : "not picked";
+  if (h.selectable === "cell" && picked) return `${readable(state.values[k], 4)}, picked`; // a map of values to click
   if (h.kind === "mask") return isBlocked || state.values[k] < 0.5 ? "blocked" : "may attend";
   if (isBlocked) return h.kind === "weights" ? "blocked, weight 0" : "blocked, score −∞";
   return readable(state.values[k], 4);
