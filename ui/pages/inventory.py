@@ -69,14 +69,16 @@ def seed() -> int:
     return value
 
 
-def questions(forms: tuple[inv.Form, ...], phase: str) -> dict[str, inv.Response] | None:
-    """The test as one form: every item's prompt, its answers, then its reasons. The sheet once it is sent whole."""
+def questions(forms: tuple[inv.Form, ...], phase: str, given: inv.Sheet | None = None) -> inv.Sheet | None:
+    """The test as one form: every item's prompt, its answers, then its reasons (`given`: a sheet sent before, shown
+    picked). The sheet once it is sent whole."""
     with st.form(f"inv-{phase}", border=False):
         picked = {}
         for k, form in enumerate(forms):
             st.markdown(f"**{k + 1}. {plain(form.prompt)}**")
-            a = st.radio("Your answer", form.answers, index=None, key=f"inv:{phase}:{form.item}:a")
-            r = st.radio("Because", form.reasons, index=None, key=f"inv:{phase}:{form.item}:r")
+            before = (given or {}).get(form.item, (None, None))
+            a = st.radio("Your answer", form.answers, index=before[0], key=f"inv:{phase}:{form.item}:a")
+            r = st.radio("Because", form.reasons, index=before[1], key=f"inv:{phase}:{form.item}:r")
             picked[form.item] = (None if a is None else form.answers.index(a), None if r is None else
                                  form.reasons.index(r))  # fmt: skip
         sent = st.form_submit_button("Send my answers", type="primary")
@@ -208,7 +210,7 @@ def room_learner(code: str, q: Question, mine: str | None, revealed: bool, send:
         return
     if complete(sheet):
         st.success("Sent. You can change your answers and send again until the instructor closes the test.")
-    picked = questions(forms, f"room-{phase}")
+    picked = questions(forms, f"room-{phase}", sheet)
     if picked is not None:
         send(encode(picked))
         st.rerun()
