@@ -52,7 +52,7 @@ from support.redis_server import RedisServer, find_redis, free_port  # noqa: E40
 
 import server.poll  # noqa: E402
 
-CHOICES = ("1", "the number of keys")  # two of the demo's first question's answers (ui/pages/poll.demo_questions)
+CHOICES = ("1", "the number of keys")  # two of the demo's first question's answers (ui/pages/poll.py, demo_questions)
 PAUSE_S = 10
 
 

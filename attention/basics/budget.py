@@ -8,7 +8,7 @@ A Result keeps every intermediate, so its size follows from the shapes alone (fl
 
 Tensors that are the same object in the Result (scaled is omega when nothing divides it, masked is scaled when
 the mask blocks nothing, the dropped weights are the weights without dropout) are counted once, as their
-storage is. `result_bytes` is an upper bound of the storages a Result holds (tests/unit/ui/test_budget.py measures
+storage is. `result_bytes` is an upper bound of the storages a Result holds (tests/unit/server/test_budget.py measures
 them), and `compute_bytes` adds the largest temporary `compute` makes on the way (dropout's random draws,
 RoPE's turned copies): the most the process gains while computing it.
 

@@ -12,7 +12,7 @@ appended to the cache, and the ONE query row t is scored against every cached ke
 The allowed keys are row t of the causal mask, bottom-right aligned (the newest query sees the newest
 key): causal, keys 0..t; window (width w), keys t-w+1..t. Step t reproduces row t of the full
 masked computation, so T steps of h*(t+1) products replace recomputing the T x T scores every token.
-Query head i reads K/V head i // (h / h_kv) (grouped-query attention, `attention.gqa`).
+Query head i reads K/V head i // (h / h_kv) (grouped-query attention, `attention.llm.gqa`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The `redis` package is not in the lock, and the poll needs only a few commands (
 HGETALL, HGET, SET, PING, AUTH, SELECT), so this speaks the protocol itself: a command is an array of bulk strings;
 a reply is a simple string (+), an error (-), an integer (:), a bulk string ($, -1 for nil) or an array (*).
 Connections are pooled and each is used by one thread at a time (Streamlit runs every session in its own thread).
-No TLS and no Cluster redirections: the poll's Redis is a Service beside the replicas (deploy/k8s/redis.yaml).
+No TLS and no Cluster redirections: the poll's Redis is a Service beside the replicas (deploy/kubernetes/redis.yaml).
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ class Induction(NamedTuple):
 
 
 def induction_head(inputs: Inputs) -> Induction:
-    """The head with the largest induction score (attention.interpret) on these inputs' repeated tokens, from the
+    """The head with the largest induction score (attention.models.interpret) on these inputs' repeated tokens, from the
     run the server keeps (RUNNERS), and its row for the followed query."""
     ids, _ = induction_prompt(inputs)
     run = runner(inputs, "smollm2")(ids)

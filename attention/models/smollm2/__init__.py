@@ -19,8 +19,8 @@ torch's CPU int4 kernel, corrected to float32's numbers (`packed`; 99 MiB, built
 
 RoPE: llama.cpp's converter permutes the rows of W_q and W_k within each head so that its RoPE turns adjacent
 pairs (2i, 2i+1). We put the rows back in Llama's order at load time (as transformers does when it reads a GGUF),
-so `attention.position`'s rotate-half RoPE (pairs i, i + 32) applies: the same permutation of the query and the
-key features inside a head, so no score changes. The attention itself runs through `attention.core`'s
+so `attention.basics.position`'s rotate-half RoPE (pairs i, i + 32) applies: the same permutation of the query and the
+key features inside a head, so no score changes. The attention itself runs through `attention.basics.core`'s
 projection, grouped-query expansion, scores, mask and softmax: toy and real cannot drift apart.
 
 The parts, in the order they are used: settings (the page's and the command line's), quantized (a matrix as the

@@ -88,7 +88,7 @@ BEHAVIOURS = {
 
 
 def head_scores(weights: torch.Tensor, ids: Sequence[int]) -> dict[str, torch.Tensor]:
-    """Every behaviour score of every head: weights (L, h, T, T) -> {behaviour: (L, h)} (attention.interpret)."""
+    """Every behaviour score of every head: weights (L, h, T, T) -> {behaviour: (L, h)} (attention.models.interpret)."""
     from .. import interpret
 
     return {

@@ -7,7 +7,7 @@
       x_(l+1) = x_l + concat(context) W_O                            (the residual stream)
     logits  = x_L W_U                                               (T, vocab)
 
-The attention is `attention.core`'s own functions (project, scores, apply_mask, softmax, merge_heads), and a
+The attention is `attention.basics.core`'s own functions (project, scores, apply_mask, softmax, merge_heads), and a
 snapshot's layer is a `Config` (`layer_config`) whose `attention.compute` is that layer on the probe sequence, so
 the existing panels draw any step of the training. Training (`Trainer`, `train`) is AdamW on one torch thread,
 seeded by the settings alone: the same `Settings` give the same snapshots, number for number, and a run is a pure
