@@ -115,7 +115,8 @@ def test_pagedown_on_lesson_12_trains_then_shows_the_loss_in_view(page, app_url,
         assert figures(page) <= 1  # the loss so far at most: the prediction is in, the answer's mark is not drawn
         assert page.locator(".st-key-co-loss").count() == 0
         shoot(page, "test_course_12_training")
-    page.wait_for_function(IN_VIEW_JS, arg=MAIN_CHARTS, timeout=300_000)
+    page.get_by_text("The lab computed").first.wait_for(timeout=600_000)  # trained (the loss so far is drawn before)
+    page.wait_for_function(IN_VIEW_JS, arg=MAIN_CHARTS, timeout=60_000)
     settle(page)
     assert page.get_by_text("The lab computed").count() >= 1
     shoot(page, "test_course_12_reveal")
@@ -172,7 +173,7 @@ def test_every_reveal_puts_its_verdict_and_say_line_in_the_window(page, app_url,
         open_page(page, app_url, "", query)
         page.wait_for_function(KEYS_JS)
         page.keyboard.press("PageDown")
-        page.get_by_text("The lab computed").first.wait_for(timeout=300_000)  # lesson 12 trains first
+        page.get_by_text("The lab computed").first.wait_for(timeout=600_000)  # lesson 12 trains first
         settle(page, timeout=300_000)
         page.wait_for_timeout(500)  # the stage's scroll once the run is over
         shown = page.evaluate(WORDS_IN_VIEW_JS)
