@@ -212,6 +212,7 @@ def test_no_address_carries_the_key_and_a_lessons_link_gives_no_host_controls(ne
     settle(projector)
     projector.get_by_role("button", name=re.compile("Start the course")).click()
     wait_text(projector, rf"^The room \({code}\): 0 answered", 60)
+    projector.wait_for_url(re.compile(r"[?&]lesson="), timeout=30_000)  # the run's end writes the lesson's address
     lesson_url = projector.url
     assert f"room={code}" in lesson_url and "host=" not in lesson_url
     hrefs = projector.locator("a[href]").evaluate_all("els => els.map(a => a.href)")
