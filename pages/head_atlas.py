@@ -35,8 +35,7 @@ offered = [k for k in a.scores if k not in missing]
 if len(offered) < 2:  # one token (none left once the first is out): no query has what any two scores need
     ui.stop(f"This text is too short to score its heads: {a.tokens} token{'s' * (a.tokens != 1)} to score. Type a "
             "longer text, or switch off “Leave the first token out”.", "info")  # fmt: skip
-circuits = atlas.circuit_scores(model, source, text)  # SmolLM2: what a head writes, beside where it looks
-offered += list(circuits)
+offered += atlas.circuit_names(model)  # SmolLM2: what a head writes, beside where it looks (made when picked)
 if atlas.p("y") not in offered:  # induction, on a text where nothing repeats: the next score instead
     ui.put(atlas.PREFIX + "y", next(k for k in offered if k != atlas.p("x")))
 c = st.columns(3)
@@ -44,6 +43,9 @@ x = ui.pick(atlas.PREFIX + "x", offered, "Across (x)", container=c[0], format_fu
 y = ui.pick(atlas.PREFIX + "y", offered, "Up (y)", container=c[1], format_func=H.NAMES.get)
 colour = ui.segmented(atlas.PREFIX + "colour", container=c[2], format_func={
     "layer": "layer", "kv_group": "K/V group"}.get) if a.group > 1 else "layer"  # fmt: skip
+circuits = atlas.circuit_scores(model, source, text) if {x, y} & set(H.CIRCUIT_SCORES) else {}
+x, y = (s if s in a.scores or s in circuits else next(k for k in offered if k in a.scores)
+        for s in (x, y))  # a circuit score the server could not make now: an attention score instead  # fmt: skip
 table = atlas.frame(a, circuits)
 picked = atlas.scatter(table, x, y, colour)
 if picked is not None:

@@ -104,9 +104,15 @@ def _circuit_scores(source: str, text: str | None) -> dict[str, Any]:
     return out
 
 
+def circuit_names(model: str) -> list[str]:
+    """The circuit scores a model's atlas offers as axes: SmolLM2's `H.CIRCUIT_SCORES`, none for MiniLM."""
+    return list(H.CIRCUIT_SCORES) if model == "smollm2" else []
+
+
 def circuit_scores(model: str, source: str, text: str | None = None) -> dict[str, Any]:
     """The circuit scores of `H.CIRCUIT_SCORES` for SmolLM2 on an input (shared by every session), {} for MiniLM
-    (an encoder without an unembedding to attribute to); a busy server or a missing model: {} and a word."""
+    (an encoder without an unembedding to attribute to); a busy server or a missing model: {} and a word. Made only
+    when a circuit score is on an axis: over the corpus it is one more forward a text."""
     if model != "smollm2":
         return {}
     try:
