@@ -209,7 +209,7 @@ def _learner_question(code: str, browser: str) -> None:
         st.info("Waiting for the instructor's first question.", icon=":material/hourglass_top:")
         return
     mine = poll.mine(code, browser, q)
-    st.markdown(f"#### {plain(q.text)}")
+    st.markdown(f"##### {plain(q.text)}")  # a course's long prompt leaves the answer in a phone's first screen
     said = st.session_state.pop("poll:said", None)
     if said:
         st.warning(plain(said))
