@@ -108,8 +108,10 @@ def test_links_with_the_old_names_open_the_same_view_and_are_rewritten() -> None
 
 # --------------------------------------------------------------------------- every control of every page
 
-# Widgets that choose what a button downloads, not what the page shows: not part of the view, so not in its link.
-DOWNLOAD_PICKERS = re.compile(r"^\w+:dl:which$")
+# Widgets that choose what a button does, not what the page shows: what a button downloads, how many tokens "Generate"
+# makes (the tokens made are in the link, as chat_generate), an answer being written in a form (the inventory's: the
+# sheet sent is in the link, as check_pre and check_post). Not part of the view, so not in its link.
+DOWNLOAD_PICKERS = re.compile(r"^(\w+:dl:which|chat:many|inv:.*)$")
 WIDGETS = ("slider", "selectbox", "toggle", "text_area", "radio", "button_group", "checkbox", "number_input")
 SENTENCE = "one two three four five six seven"
 
