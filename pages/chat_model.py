@@ -96,11 +96,12 @@ if writes is not None:
     candidates = [int(i) for i in run.logits[-1].topk(10).indices]
     name = lambda i: f"“{chat.visible(S.labels(model, [i])[0])}”"  # noqa: E731
     c = st.columns(2)
-    target = c[0].selectbox("The next token", candidates, format_func=name, key="chat:target",
-                            help="Whose logit to split: the model's 10 most probable next tokens.")  # fmt: skip
-    versus = c[1].selectbox("Minus the logit of", [None, *candidates], key="chat:versus",
-                            format_func=lambda i: "nothing" if i is None else name(i),
-                            help="Split a difference of two logits: which heads prefer one to the other.")  # fmt: skip
+    # by rank among the 10 most probable, so that a link names the same choice on the same prompt
+    rank = ui.pick(chat.PREFIX + "target", list(range(len(candidates))), "The next token", container=c[0],
+                   format_func=lambda k: name(candidates[k]))  # fmt: skip
+    other = ui.pick(chat.PREFIX + "versus", list(range(len(candidates) + 1)), "Minus the logit of", container=c[1],
+                    format_func=lambda k: "nothing" if k == 0 else name(candidates[k - 1]))  # fmt: skip
+    target, versus = candidates[int(rank)], None if int(other) == 0 else candidates[int(other) - 1]
     split = circuits.attribution(model, writes, target, versus)
     grid = circuits_math.by_head(split, model.n_layers, model.heads)
     what = f"logit[{name(target)}]" + ("" if versus is None else f" − logit[{name(versus)}]")

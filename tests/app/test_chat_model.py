@@ -293,7 +293,9 @@ def test_what_each_head_writes_splits_the_next_tokens_logit_and_opens_the_chosen
     key = order[0] if order[0] > 0 else order[1]  # the strongest key after the first (a sink's)
     score = float(model_run.queries[23, 3, -1] @ model_run.keys[23, 1, key]) / 8
     assert float(qk["score (÷√64)"].iloc[-1]) == pytest.approx(score, abs=1e-4)
-    at.selectbox(key="chat:versus").set_value(john).run()
+    top = [int(i) for i in model_run.logits[-1].topk(10).indices]  # the choices, by rank: 0 none, k the k-th
+    at.selectbox(key="w:chat_versus").set_value(top.index(john) + 1).run()
+    assert at.query_params["chat_versus"] == str(top.index(john) + 1)  # the choice is in the link
     diff, _, _ = heatmaps(at)["Each head's direct contribution to logit[“␣Mary”] − logit[“␣John”]"]
     torch.testing.assert_close(diff, want - circuits.by_head(chat_circuits.attribution(model, trace, john), 30, 9),
                                atol=1e-4, rtol=0)  # fmt: skip

@@ -29,6 +29,11 @@ SETTINGS: dict[str, Param] = {
                     "the model again.", default="none", choices=ABLATIONS),
     "induction": Param("bool", "Induction preset", "Replace the prompt by a random run of 20 tokens said twice.",
                        default=False),
+    "target": Param("int", "The next token", "Whose logit \"What each head writes\" splits: the model's k-th most "
+                    "probable next token (0: the most probable).", default=0, lo=0, hi=9),
+    "versus": Param("int", "Minus the logit of", "Split a difference of two logits, which heads prefer one token to "
+                    "the other: the k-th most probable next token (0: none, 1: the most probable).", default=0, lo=0,
+                    hi=10),
     "rope": Param("bool", "with RoPE", "Omega with the queries and keys turned by their positions (as the model "
                   "computes it), or without.", default=True),
 }  # fmt: skip
