@@ -20,8 +20,10 @@ import streamlit as st
 import torch
 
 from attention import Result
+from attention.basics.budget import held_bytes
 from attention.llm.flash import Tiled, blocks, tiled_attention
-from server import budget
+from server import budget, sessions
+from server.shared import Shared
 
 from ..charts import chart
 from ..state import get, put
@@ -167,15 +169,23 @@ def columns_up_to(mask: torch.Tensor, stop: int) -> torch.Tensor:
 # --------------------------------------------------------------------------- what a head writes (chat page)
 
 
-@st.cache_resource(max_entries=4, ttl=1800, show_spinner=False)
+# The traces kept, as the chat page keeps its prompt runs (ui/pages/chat.py's RUNS): bounded here and counted as the
+# process's memory, not in the budget's bytes, and held for the visitor whose page draws it, so that a run elsewhere
+# waiting for memory does not throw it away while they click through the heads (issue 50: evicted on every wait, each
+# visitor's next click re-ran the whole prompt). About 5 MB at 64 tokens.
+WRITES = Shared(24 * budget.MB, held_bytes, hold_bytes=40 * budget.MB, hold_s=300.0)
+
+
 def _writes(ids: tuple[int, ...]):
     """The circuits' trace of a prompt (`attention.models.circuits.chat.trace`), admitted for a kept run's peak."""
     from attention.models import smollm2 as S
     from attention.models.circuits import chat as circuits
 
-    model = S.load()
-    # what it keeps (about 5 MB at 64 tokens) is held while its residual stream lives (a NamedTuple has no weakref)
-    return budget.admitted(S.run_bytes(model, len(ids)), lambda: circuits.trace(model, ids), holder=lambda t: t.hidden)
+    def make():
+        model = S.load()
+        return budget.admitted(S.run_bytes(model, len(ids)), lambda: circuits.trace(model, ids), held=lambda _: 0)
+
+    return WRITES.get(ids, make, "Splitting the next token's logit over every head…", holder=sessions.current())
 
 
 @st.cache_resource(max_entries=16, ttl=1800, show_spinner=False)
@@ -188,8 +198,7 @@ def _ov(layer: int, head: int, sources: tuple[int, ...]):
 
 @budget.evictor
 def _free_writes() -> None:
-    _writes.clear()
-    _ov.clear()
+    _ov.clear()  # what a head writes for a few tokens: cheap to make again (the traces are WRITES', held)
 
 
 def writes_or_warn(ids: tuple[int, ...]):
