@@ -60,14 +60,19 @@ def send(at: AppTest, forms: tuple[inv.Form, ...], phase: str, right: int) -> No
     ok(at)
 
 
-def test_a_room_takes_both_tests_and_the_projector_shows_its_gain(replicas) -> None:
-    replicas(0)
+def room_asking_the_pre_test() -> tuple[AppTest, str, int]:
+    """A projector that opened a room and asked the test before the course: it, the room's code and seed."""
     projector = app("poll_room")
     projector.button(key="poll:open").click().run()
     code = projector.session_state["p:room"]
-    seed = page.room_seed(code)
-    pre_forms, post_forms = inv.test(seed, "pre"), inv.test(seed, "post")
     ask(projector, "inventory.pre")
+    return projector, code, page.room_seed(code)
+
+
+def test_a_room_takes_both_tests_and_the_projector_shows_its_gain(replicas) -> None:
+    replicas(0)
+    projector, code, seed = room_asking_the_pre_test()
+    pre_forms, post_forms = inv.test(seed, "pre"), inv.test(seed, "post")
 
     replicas(1)
     phones = [app("poll", room=code) for _ in range(7)]
@@ -124,11 +129,7 @@ def sheets(code: str, projector: AppTest):
 
 def test_fewer_than_five_pairs_show_no_gain(replicas) -> None:
     replicas(0)
-    projector = app("poll_room")
-    projector.button(key="poll:open").click().run()
-    code = projector.session_state["p:room"]
-    seed = page.room_seed(code)
-    ask(projector, "inventory.pre")
+    projector, code, seed = room_asking_the_pre_test()
     phones = [app("poll", room=code) for _ in range(4)]
     for at in phones:
         send(at, inv.test(seed, "pre"), "pre", 3)
