@@ -5,9 +5,12 @@
     course/      the course: its lessons in order (lessons.py, figures.py) and the question → reveal flow (flow.py)
     llm.py       the LLM pages (KV cache, FlashAttention, grouped-query heads): their shared controls and charts
     model.py     Real model: MiniLM's reading of a sentence and one head at a time
+    inventory.py "Check what you know": the attention inventory's two tries, a learner's gain, and a room's
     poll.py      the class poll's views: a learner's question and answers, the projector's split and reveal
+    poll_questions.py  what a poll room can be asked: the demo's questions and the course's
     position.py  Position: the shuffle of a sentence
     training.py  Watch it learn: the training pool's run of a setting, its curves and its timeline
+    growth.py    Watch it learn: how much the induction head reads from the previous-token head, snapshot by snapshot
 
 They draw with `ui`'s shared helpers (charts, heatmaps, widgets, state, results) and never the other way round.
 """
