@@ -157,3 +157,49 @@ def test_only_the_instructor_reads_the_sheets_and_a_forged_sheet_is_refused() ->
     sheet = "00" * len(inv.ITEMS)
     poll.answer(code, browser, "inventory.pre", sheet)
     assert poll.sheets(code, key, "inventory.pre") == {browser: sheet}
+
+
+def test_a_replica_killed_between_the_tests_loses_no_pair_and_redis_holds_no_personal_data() -> None:
+    """Over Redis: the projector's replica dies after the first test (a fresh Poll takes its place, as supervisord
+    starts one); every pair is still made. Then every key and value in Redis is read: tokens, counts and answers
+    only, no client address."""
+    with redis_server() as redis:
+        prefix = f"inv:{uuid.uuid4().hex[:8]}:"
+        first = Poll(RedisStore(redis.url, prefix=prefix))
+        code, key = first.open(address="198.51.100.7")
+        first.ask(code, key, page.room_question(code, "pre"))
+        seed = page.room_seed(code)
+        pre_forms, post_forms = inv.test(seed, "pre"), inv.test(seed, "post")
+        learners = Poll(RedisStore(redis.url, prefix=prefix))  # the learners' replica
+        tokens = [learners.join(code, address=f"203.0.113.{k}") for k in range(6)]
+        for k, token in enumerate(tokens):
+            learners.answer(code, token, "inventory.pre", sheet_text(pre_forms, k), address=f"203.0.113.{k}")
+        first.reveal(code, key)
+        del first  # the projector's replica is killed; another serves the instructor's next click
+        second = Poll(RedisStore(redis.url, prefix=prefix))
+        second.ask(code, key, page.room_question(code, "post"))
+        for k, token in enumerate(tokens):
+            learners.answer(code, token, "inventory.post", sheet_text(post_forms, k + 4), address=f"203.0.113.{k}")
+        pre = {t: page.decode(v, pre_forms) for t, v in second.sheets(code, key, "inventory.pre").items()}
+        post = {t: page.decode(v, post_forms) for t, v in second.sheets(code, key, "inventory.post").items()}
+        report = inv.report(pre_forms, post_forms, pre, post)
+        n = len(inv.ITEMS)
+        assert report.pairs == 6 and report.gain == pytest.approx(4 / (n - sum(range(6)) / 6))
+        client = RedisStore(redis.url, prefix=prefix)
+        stored = []
+        for name in client._call("KEYS", f"{prefix}*"):
+            kind = client._call("TYPE", name)
+            stored.append(name)
+            if kind == "hash":
+                stored += client._call("HGETALL", name)
+            elif kind == "string":
+                stored.append(client._call("GET", name))
+        text = " ".join(map(str, stored))
+        assert "203.0.113" not in text and "198.51.100" not in text  # no client address, in any key or value
+        assert all(t in text for t in tokens)  # the anonymous tokens pair the tests: they are there, and only they
+
+
+def sheet_text(forms: tuple[inv.Form, ...], right: int) -> str:
+    """A sheet right on the first `right` items, a misconception's answer on the rest, as a phone sends it."""
+    return page.encode({f.item: (f.answer_key if k < right else min(f.answer_misconceptions), f.reason_key)
+                        for k, f in enumerate(forms)})  # fmt: skip

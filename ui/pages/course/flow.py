@@ -434,8 +434,9 @@ def _reveal(box: Any, lesson: Lesson, now: dict[str, Any], kept: Answer) -> None
     if after != "map":
         row.button(f"Next: {BY_ID[after].title} ▶", key="co:next", type="primary", on_click=go,
                    args=(after,))  # fmt: skip
-    else:
+    else:  # the last lesson of the route: the inventory's second try, for a learner who took the first
         row.button("Back to the course map ▶", key="co:end", type="primary", on_click=go, args=("map",))
+        row.page_link("pages/inventory.py", label="Check what you know again", icon=":material/quiz:")
 
 
 def current() -> Lesson | None:
