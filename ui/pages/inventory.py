@@ -25,6 +25,7 @@ from ..state import get, put
 
 BLANK = "-"
 ITEM_IDS = tuple(item.id for item in inv.ITEMS)
+PHASE_WORDS = {"pre": "before the course", "post": "after the course"}
 
 
 def encode(sheet: inv.Sheet) -> str:
@@ -129,6 +130,15 @@ def results(pre_forms: tuple[inv.Form, ...], post_forms: tuple[inv.Form, ...], p
                         f"{plain(form.why)}")  # fmt: skip
 
 
+def take(forms: tuple[inv.Form, ...], phase: str) -> None:
+    """One try: the test under its heading; once sent whole, the sheet goes into the link (check_pre/check_post)."""
+    st.header(f"{PHASE_WORDS[phase][0].upper()}{PHASE_WORDS[phase][1:]}")
+    sheet = questions(forms, phase)
+    if sheet is not None:
+        put(f"check_{phase}", encode(sheet))
+        st.rerun()
+
+
 def solo() -> None:
     """The page: the pre-test, then (after the course) the post-test, then the learner's gain per idea."""
     st.title("Check what you know")
@@ -141,11 +151,7 @@ def solo() -> None:
     pre_forms, post_forms = inv.test(s, "pre"), inv.test(s, "post")
     pre, post = decode(get("check_pre"), pre_forms), decode(get("check_post"), post_forms)
     if not complete(pre):
-        st.header("Before the course")
-        sheet = questions(pre_forms, "pre")
-        if sheet is not None:
-            put("check_pre", encode(sheet))
-            st.rerun()
+        take(pre_forms, "pre")
         return
     if not complete(post):
         n = len(ITEM_IDS)
@@ -154,11 +160,7 @@ def solo() -> None:
         st.page_link("pages/course.py", label="The course", icon=":material/school:")
         if not st.toggle("I have done the course: take the second try now", key="inv:post-now"):
             return
-        st.header("After the course")
-        sheet = questions(post_forms, "post")
-        if sheet is not None:
-            put("check_post", encode(sheet))
-            st.rerun()
+        take(post_forms, "post")
         return
     results(pre_forms, post_forms, pre, post)
     if st.button("Start again with new questions", key="inv:again"):
@@ -171,7 +173,6 @@ def solo() -> None:
 # --------------------------------------------------------------------------- in a class poll room
 
 ROOM_QUESTIONS = {"inventory.pre": "pre", "inventory.post": "post"}  # the room's question id -> the test's phase
-PHASE_WORDS = {"pre": "before the course", "post": "after the course"}
 
 
 def room_seed(code: str) -> int:
