@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 from support.charts import heatmaps, open_page, set_widget
@@ -23,6 +24,18 @@ def page(**params: str) -> AppTest:
 def texts(at: AppTest) -> str:
     parts = [e.value for e in (*at.info, *at.warning, *at.error, *at.caption, *at.markdown)]
     return "\n".join(str(p) for p in parts)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fresh_runs() -> None:
+    """The page's runs made afresh, under this module's one thread as the server runs: another module's pages (the
+    admission tests run them on the machine's threads) may have left theirs in the process-wide caches, a few ulps
+    from this module's oracle (3e-6 against its 1e-6 in the suite's order)."""
+    from ui.pages import chat, llm
+
+    for cache in (chat.RUNS, chat.GENERATIONS, llm.WRITES):
+        cache.clear()
+    st.cache_resource.clear()
 
 
 @pytest.fixture(scope="module")
