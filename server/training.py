@@ -68,7 +68,10 @@ MAX_RUNS = 32  # runs kept for the visitors
 KEPT_BYTES = int(float(os.environ.get("ATTENTION_LAB_KEPT_MB", 3 * tiny.MAX_RUN_BYTES / 2**20)) * 2**20)
 # room for small runs alone, beyond KEPT_BYTES: the default setting, the course's runs and any as light never wait
 # for room behind other visitors' large runs (issue 50)
-SMALL_RUN_BYTES = 2 * tiny.Settings().run_bytes  # a run at most this heavy is small (the default's is about 2 MB)
+# a run at most this heavy is small (the default's is about 2 MB); a test server playing the largest runs with small
+# stand-ins sets ATTENTION_LAB_SMALL_RUN_MB=0
+_SMALL_MB = 2 * tiny.Settings().run_bytes / 2**20
+SMALL_RUN_BYTES = int(float(os.environ.get("ATTENTION_LAB_SMALL_RUN_MB", _SMALL_MB)) * 2**20)
 RESERVE_BYTES = 4 * tiny.Settings().run_bytes
 HOLD_S = 1800.0  # a visitor holds their runs while their tab is open, up to this long after they last used them
 GRACE_S = 10.0  # a tab disconnected this long has left (one that reconnects sooner keeps its session id)
