@@ -8,10 +8,8 @@ drawn with the training page's own curve spec. The numbers come from `attention.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 import pandas as pd
+import streamlit as st
 
 from attention.models import tiny
 from attention.models.circuits import trained
@@ -19,24 +17,19 @@ from attention.models.circuits import trained
 from . import training
 
 _KEPT = 8  # runs' curves kept (a few hundred floats each)
-_CACHE: OrderedDict[tuple, trained.Growth | None] = OrderedDict()
-_LOCK = threading.Lock()
 
 
 def growth(run: tiny.Run) -> trained.Growth | None:
     """The composition of the previous-token head into the task head at every snapshot so far (None for one layer),
     computed once per run and number of snapshots."""
     key = (repr(run.settings), len(run.snapshots), run.snapshots[-1].step if run.snapshots else None)
-    with _LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    made = trained.growth(run)
-    with _LOCK:
-        _CACHE[key] = made
-        while len(_CACHE) > _KEPT:
-            _CACHE.popitem(last=False)
-    return made
+    return _growth(key, run)
+
+
+@st.cache_resource(max_entries=_KEPT, show_spinner=False)  # bounded, shared by the sessions: no module state here
+def _growth(key: tuple, _run: tiny.Run) -> trained.Growth | None:
+    """`trained.growth` of the run `key` names (the run itself is not hashed: its key says which it is)."""
+    return trained.growth(_run)
 
 
 def frame(g: trained.Growth, task: str) -> pd.DataFrame:
