@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 from support import live_server
 
 import dashboard
@@ -187,8 +188,8 @@ def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path:
         page.wait_for_selector(".katex", timeout=60_000)
         page.wait_for_function("!document.querySelector('[role=dialog]')", timeout=30_000)  # "Connection error"
         page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')", timeout=30_000)
-        seed = page.locator("[data-testid=stSlider] input[type=range][aria-label=seed]")
-        assert seed.input_value() == "7"
+        seed = page.get_by_role("spinbutton", name="seed")  # a seed is a number box (ui.widgets.is_seed)
+        expect(seed).to_have_value("7", timeout=30_000)
         assert "seed=7" in page.url and "mask=causal" in page.url
         assert equations(page) == before  # the same view, recomputed by the new server
         assert page.locator("[data-testid=stException]").count() == 0
