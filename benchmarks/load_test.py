@@ -331,7 +331,8 @@ class WsClient:
             "ws" + self.base.removeprefix("http") + "/_stcore/stream", subprotocols=["streamlit"],
             timeout=MATCH_TIMEOUT_S, cookie=self.cookie_header() or None,
         )  # fmt: skip
-        self.sliders: dict[str, str] = {}  # name -> widget id
+        self.sliders: dict[str, str] = {}  # name -> widget id (the seed's: its number box)
+        self.numbers: set[str] = set()  # which of them are number boxes (an int value, not a slider's array)
         self.requests = 0
         self.session_id = ""
 
@@ -358,7 +359,10 @@ class WsClient:
         msg.rerun_script.page_name = self.page
         for name, value in (widgets or {}).items():
             state = WidgetState(id=self.sliders[name])
-            state.double_array_value.data.append(value)
+            if name in self.numbers:
+                state.int_value = int(value)
+            else:
+                state.double_array_value.data.append(value)
             msg.rerun_script.widget_states.widgets.append(state)
         msg.rerun_script.widget_states.widgets.extend(states)
         t0 = time.perf_counter()
@@ -394,6 +398,9 @@ class WsClient:
                     for name, prefix in SLIDERS.items():
                         if el.slider.label.startswith(prefix.rstrip(" (")):
                             self.sliders[name] = el.slider.id
+                elif what == "number_input" and el.number_input.label == "seed":  # a seed is a number box
+                    self.sliders["seed"] = el.number_input.id
+                    self.numbers.add("seed")
                 elif what == "download_button":
                     b = el.download_button
                     shown["downloads"].append({"label": b.label, "deferred": b.deferred_file_id, "url": b.url,
