@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
+from support.oracles import llama_from_gguf
 
 from attention.lessons import heads as H
 from attention.models import interpret
@@ -200,21 +201,9 @@ def test_minilm_scores_equal_the_definitions_on_bertmodels_eager_attentions(offl
 
 @pytest.fixture(scope="module")
 def llama(offline):
-    from transformers import AutoConfig, LlamaForCausalLM
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-
     from attention.models import smollm2 as S
 
-    model = S.load()
-    config = AutoConfig.from_pretrained(model.path.parent, gguf_file=model.path.name)
-    config._attn_implementation = "eager"
-    with torch.device("meta"):
-        skeleton = LlamaForCausalLM(config)
-    tensors = load_gguf_checkpoint(str(model.path), return_tensors=True, model_to_load=skeleton)["tensors"]
-    hf = LlamaForCausalLM(config)
-    hf.load_state_dict(tensors, strict=False)
-    hf.tie_weights()
-    return hf.eval()
+    return llama_from_gguf(S.load().path)[0]
 
 
 @pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier

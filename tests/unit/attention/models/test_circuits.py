@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
+from support.oracles import llama_from_gguf
 
 from attention.basics import position
 from attention.models import circuits as C
@@ -202,18 +203,7 @@ def test_the_qk_split_of_a_real_score_sums_to_the_models_own_score(model, traced
 
 @pytest.mark.thorough  # the oracle group: transformers' model
 def test_each_heads_value_equals_the_same_from_transformers_hidden_states(model, traced, offline) -> None:
-    from transformers import AutoConfig, LlamaForCausalLM
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-
-    config = AutoConfig.from_pretrained(model.path.parent, gguf_file=model.path.name)
-    config._attn_implementation = "eager"
-    with torch.device("meta"):
-        skeleton = LlamaForCausalLM(config)
-    tensors = load_gguf_checkpoint(str(model.path), return_tensors=True, model_to_load=skeleton)["tensors"]
-    hf = LlamaForCausalLM(config)
-    hf.load_state_dict(tensors, strict=False)
-    hf.tie_weights()
-    hf.eval()
+    hf, _ = llama_from_gguf(model.path)
     p, t = traced
     seen: dict[str, torch.Tensor] = {}
     hooks = [
@@ -229,7 +219,7 @@ def test_each_heads_value_equals_the_same_from_transformers_hidden_states(model,
         h.remove()
     target = int(out.logits[0, -1].argmax())
     a = chat.attribution(model, t, target)
-    x, gain, eps = seen["x"], hf.model.norm.weight, config.rms_norm_eps
+    x, gain, eps = seen["x"], hf.model.norm.weight, hf.config.rms_norm_eps
     s = torch.sqrt(x.pow(2).mean() + eps)
     u = (hf.lm_head.weight[target] * gain).detach()
     grid = C.by_head(a, 30, 9)

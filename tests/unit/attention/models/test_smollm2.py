@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
+from support.oracles import llama_from_gguf
 
 from attention import compute
 from attention.basics import position
@@ -55,19 +56,9 @@ def llama(model: S.Model, offline):
     """transformers' LlamaForCausalLM with transformers' own GGUF reading (dequantized to float32, W_q and W_k
     rows un-permuted). `from_pretrained(gguf_file=)` wants accelerate only to place the weights, so the same
     loader, `load_gguf_checkpoint`, is called directly."""
-    from transformers import AutoConfig, LlamaForCausalLM
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-
-    config = AutoConfig.from_pretrained(model.path.parent, gguf_file=model.path.name)
-    config._attn_implementation = "eager"
-    with torch.device("meta"):
-        skeleton = LlamaForCausalLM(config)
-    tensors = load_gguf_checkpoint(str(model.path), return_tensors=True, model_to_load=skeleton)["tensors"]
-    hf = LlamaForCausalLM(config)
-    missing = hf.load_state_dict(tensors, strict=False).missing_keys
+    hf, missing = llama_from_gguf(model.path)
     assert missing == ["lm_head.weight"]  # tied to the embeddings
-    hf.tie_weights()
-    return hf.eval()
+    return hf
 
 
 @pytest.fixture(scope="module")
