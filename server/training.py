@@ -398,6 +398,8 @@ class Service:
                     job.changed.notify_all()
                 self.sweep()
                 with self._lock:
+                    if self._closed.is_set() and job.status != "cancelled":  # shut down: no more chunks
+                        job.status, job.message = "cancelled", "the server stopped"
                     if job.status == "cancelled":
                         break
                     if stopped is not None:
