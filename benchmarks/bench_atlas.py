@@ -109,7 +109,8 @@ READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 def browser(port: int, repeats: int) -> None:
     from playwright.sync_api import sync_playwright
-    from support import live_server
+
+    from harness import live_server
 
     cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port),
            "--server.address", live_server.LOOPBACK, "--server.headless", "true", "--server.fileWatcherType", "none",

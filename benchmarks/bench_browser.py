@@ -2,7 +2,7 @@
 
     python benchmarks/bench_browser.py [--tokens 6 64 128 256 512] [--repeats 3] [--json out.json]
 
-Starts `streamlit run dashboard.py` on a free loopback port (tests/support/live_server.py) and drives Debian's Chromium
+Starts `streamlit run dashboard.py` on a free loopback port (harness/live_server.py) and drives Debian's Chromium
 (headless) with Playwright. For each sentence length, in a fresh page each repeat: open the self-attention page,
 type a sentence of that many tokens into the sidebar and press Ctrl+Enter (what a learner does after pasting),
 then time, in the page's own clock, from the key press to the moment every heatmap holds the new numbers (each
@@ -30,7 +30,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
+from harness import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
 
 WORDS = (
     "the chef prepared a delicious meal and it was served with wine while life is short so eat dessert first".split()

@@ -77,7 +77,8 @@ def timings(repeats: int) -> None:
 def server(limit_mib: int | None, sessions: int) -> int:
     import load_test
     from mem_real_model import cgroup, memory_mb, start_in
-    from support import live_server
+
+    from harness import live_server
 
     port = live_server.free_port()
     group = None if limit_mib is None else cgroup(f"bench_chat_{os.getpid()}", limit_mib)
@@ -147,7 +148,8 @@ def browser(root: Path, port: int, generated: list[int], repeats: int) -> None:
 
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
-    from support import live_server
+
+    from harness import live_server
 
     cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port),
            "--server.address", live_server.LOOPBACK, "--server.headless", "true", "--server.fileWatcherType", "none",

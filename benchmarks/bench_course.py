@@ -26,8 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from support import live_server  # noqa: E402
-
+from harness import live_server  # noqa: E402
 from ui.pages import course  # noqa: E402
 
 APP = '[data-testid="stApp"]'

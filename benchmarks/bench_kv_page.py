@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--clicks", type=int, default=9)
     args = parser.parse_args()
     sys.path.insert(0, str(args.root / "tests"))
-    from support import live_server  # the checkout's own, which starts that checkout's dashboard
+    from harness import live_server  # the checkout's own, which starts that checkout's dashboard
 
     port = live_server.free_port()
     server = live_server.start(port, Path("/tmp/bench_kv_page.log"))

@@ -19,8 +19,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
 
-from support.redis_server import RedisServer, find_redis, free_port  # noqa: E402
-
+from harness.redis_server import RedisServer, find_redis, free_port  # noqa: E402
 from server.poll import MemoryStore, Poll, Question, RedisStore  # noqa: E402
 
 QUESTION = Question("b1", "Which?", "choice", ("a", "b", "c", "d"), answer="1")

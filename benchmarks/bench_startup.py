@@ -3,7 +3,7 @@
     python benchmarks/bench_startup.py [--runs 5] [--open-after S] [--pages] [--importtime] [--json out.json]
                                        [--root DIR ...] [--server-python PY]
 
-Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as tests/support/live_server.py
+Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as harness/live_server.py
 does) and times, from the moment the command is started: /_stcore/health answering "ok", and the first heatmap
 drawn in headless Chromium (the `.al-heatmap[data-drawn]` its canvas sets once painted) on a page opened as soon
 as the server answers, as `streamlit run` itself opens the browser. Chromium is started before the clock, once,
@@ -42,7 +42,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support import live_server  # noqa: E402  (the tests' way to find Chromium and a free port)
+from harness import live_server  # noqa: E402  (the tests' way to find Chromium and a free port)
 
 # `streamlit run`, with the server's module names written to $BENCH_MODULES when it exits (SIGTERM included).
 WRAPPER = """

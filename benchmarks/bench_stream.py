@@ -43,7 +43,8 @@ GENERIC_DRAWN_JS = """() => {
 
 def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
-    from support import live_server
+
+    from harness import live_server
 
     cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     cli.add_argument("--tokens", type=int, default=64)

@@ -78,7 +78,8 @@ WHO = ("first visitor (trains)", "second visitor (the run is kept)")
 
 def bench_browser(runs: int, train_in: str | None, shots: Path | None) -> None:
     from playwright.sync_api import sync_playwright
-    from support import live_server
+
+    from harness import live_server
 
     if train_in is not None:
         os.environ["ATTENTION_LAB_TRAIN_IN"] = train_in  # the server inherits it
@@ -142,7 +143,8 @@ def press_play(port: int, seed: int, done: dict, steps: int) -> None:
 
 def bench_latency(reruns: int, steps: int) -> None:
     import load_test
-    from support import live_server
+
+    from harness import live_server
 
     _patch_buttons(load_test.WsClient)
     port = live_server.free_port()

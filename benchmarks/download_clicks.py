@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from support import live_server  # noqa: E402
+from harness import live_server  # noqa: E402
 
 BUTTONS = (re.compile(r"^result\.json"), re.compile(r"\.csv$"))
 

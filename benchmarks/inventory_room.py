@@ -23,9 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from support.redis_server import redis_server  # noqa: E402
-
 from attention.lessons import inventory as inv  # noqa: E402
+from harness.redis_server import redis_server  # noqa: E402
 from server.poll import Poll, RedisStore  # noqa: E402
 from ui.pages import inventory as page  # noqa: E402
 

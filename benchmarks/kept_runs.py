@@ -63,9 +63,9 @@ def main() -> None:
         os.environ["ATTENTION_LAB_TRAIN_IN"] = args.train_in
 
     from playwright.sync_api import sync_playwright
-    from support import live_server
 
     from attention.models import tiny
+    from harness import live_server
     from server.training import GRACE_S, KEPT_BYTES, SWEEP_S
     from ui.pages.training import ROOM_CHECK_S
 

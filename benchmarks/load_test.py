@@ -72,10 +72,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
-
 import ui  # noqa: E402  (the dashboard's own number formatting and defaults)
 from attention import Config, compute  # noqa: E402
+from harness import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
 
 LOOPBACK = live_server.LOOPBACK
 WORDS = ("the", "chef", "prepared", "a", "delicious", "meal", "life", "is", "short", "eat", "dessert", "first",

@@ -27,7 +27,7 @@ import psutil
 from playwright.sync_api import Browser, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support import live_server  # noqa: E402
+from harness import live_server  # noqa: E402
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 HEAVY = {"sentence": " ".join(f"w{j}" for j in range(512)), "heads": 16, "d_model": 256, "d_k": 256, "d_v": 256}

@@ -20,8 +20,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
 
-from support.redis_server import RedisServer, find_redis, free_port  # noqa: E402
-
+from harness.redis_server import RedisServer, find_redis, free_port  # noqa: E402
 from server.poll import Poll, PollError, Question, RedisStore  # noqa: E402
 
 QUESTION = Question("q", "Which?", "choice", ("a", "b", "c"), answer="1")

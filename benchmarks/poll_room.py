@@ -47,10 +47,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from support import live_server  # noqa: E402
-from support.redis_server import RedisServer, find_redis, free_port  # noqa: E402
-
 import server.poll  # noqa: E402
+from harness import live_server  # noqa: E402
+from harness.redis_server import RedisServer, find_redis, free_port  # noqa: E402
 
 CHOICES = ("1", "the number of keys")  # two of the demo's first question's answers (ui/pages/poll.py, demo_questions)
 PAUSE_S = 10

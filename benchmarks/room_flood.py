@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from support import live_server  # noqa: E402
+from harness import live_server  # noqa: E402
 
 FLOOD_ADDRESS = "127.0.0.2"  # the whole 127.0.0.0/8 is loopback on Linux: another client address, same machine
 CLASS_ADDRESS = live_server.LOOPBACK

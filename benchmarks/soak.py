@@ -66,10 +66,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import load_test  # noqa: E402  (its websocket client)
-from support import live_server  # noqa: E402  (the tests' way to start the server)
 
 import ui  # noqa: E402  (the dashboard's parameters: what a link accepts)
 from attention.models import tiny  # noqa: E402  (Watch it learn's settings)
+from harness import live_server  # noqa: E402  (the tests' way to start the server)
 
 WORDS = " ".join(f"w{i}" for i in range(1, 513))  # 512 distinct tokens: the most the pages allow
 HEAVY = {"sentence": WORDS, "heads": "16", "d_model": "256", "d_k": "256", "d_v": "256"}

@@ -110,7 +110,7 @@ def learner_figures(load: dict) -> dict[str, float]:
 def measure_redis(learners: int = 300, runs: int = 3) -> dict[str, float] | None:
     """benchmarks/bench_poll.py's room against a local redis-server, run as load_test is: ms an answer and ms a
     learner's refresh (medians), None without a redis-server."""
-    from support.redis_server import find_redis
+    from harness.redis_server import find_redis
 
     if find_redis() is None:
         return None

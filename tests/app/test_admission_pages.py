@@ -5,9 +5,9 @@ computing after it ended makes every later run under the memory ceiling wait for
 from __future__ import annotations
 
 import pytest
-from support.charts import open_page
 
 import dashboard
+from harness.charts import open_page
 from server import budget
 
 PAGES = [path.removeprefix("pages/").removesuffix(".py") for pages in dashboard.PAGES.values() for path, *_ in pages]

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from support import charts as chart_reader
 
 import ui
 from attention import Config, compute
 from attention.basics.config import HEAD_LAYOUTS, MASKS
 from attention.io import export
 from attention.io.cli.main import main as cli
+from harness import charts as chart_reader
 
 pytestmark = pytest.mark.thorough  # every bad value of every control: --all, not the fast tier
 ROOT = Path(__file__).resolve().parents[2]

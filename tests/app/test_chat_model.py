@@ -9,10 +9,10 @@ import pytest
 import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
-from support.charts import heatmaps, open_page, set_widget
-from support.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention.models import smollm2 as S
+from harness.charts import heatmaps, open_page, set_widget
+from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from support import charts as chart_reader
 
 import ui
 from attention.lessons import course as questions
+from harness import charts as chart_reader
 from ui.pages import course
 from ui.pages.course import flow
 

@@ -10,14 +10,14 @@ import pytest
 import torch
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
-from support import charts as chart_reader
-from support.charts import ok
-from support.charts import open_ok as app
 
 from attention import Config, compute, masks
 from attention.io import export
 from attention.io.cli.main import main
 from attention.lessons import compare, pitfalls, scaling
+from harness import charts as chart_reader
+from harness.charts import ok
+from harness.charts import open_ok as app
 
 ROOT = Path(__file__).resolve().parents[2]
 W = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23): every page computes with them

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from support.charts import heatmaps, open_page
 
 from attention import Config, compute
+from harness.charts import heatmaps, open_page
 
 ROOT = Path(__file__).resolve().parents[2]
 

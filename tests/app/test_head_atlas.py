@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from support import charts as chart_reader
-from support.charts import open_page, set_widget
-from support.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention.lessons import heads as H
+from harness import charts as chart_reader
+from harness.charts import open_page, set_widget
+from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 from ui.state import MAX_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,9 +4,9 @@ gain per idea; everything in the page's link, a mangled link starting over inste
 from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
-from support.charts import open_page
 
 from attention.lessons import inventory as inv
+from harness.charts import open_page
 from ui.pages import inventory as page
 
 

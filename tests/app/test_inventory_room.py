@@ -9,12 +9,12 @@ import uuid
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.charts import ok
-from support.charts import open_ok as app
-from support.redis_server import redis_server
 
 import server.poll
 from attention.lessons import inventory as inv
+from harness.charts import ok
+from harness.charts import open_ok as app
+from harness.redis_server import redis_server
 from server.poll import MemoryStore, Poll, RedisStore
 from ui.pages import inventory as page
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
-from support import charts as chart_reader
 
 from attention import Config, compute, presets
+from harness import charts as chart_reader
 
 ROOT = Path(__file__).resolve().parents[2]
 OK, BAD = "✅", "❌"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.charts import ok
-from support.charts import open_ok as app
-from support.redis_server import redis_server
 
 import server.poll
+from harness.charts import ok
+from harness.charts import open_ok as app
+from harness.redis_server import redis_server
 from server.poll import MemoryStore, Poll, RedisStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,11 +10,11 @@ import pyarrow as pa
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from support import charts as chart_reader
 
 from attention import Config, compute
 from attention.basics import position
 from attention.lessons.permutation import apply_order, shuffled_order
+from harness import charts as chart_reader
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "Life is short eat dessert first"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from support import charts as chart_reader
 
 from attention.models import interpret, minilm
+from harness import charts as chart_reader
 
 ROOT = Path(__file__).resolve().parents[2]
 PANELS = ("Omega = Q Kᵀ", "Softmax weights", "Context vectors")

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from support import charts as chart_reader
 
 import ui
 from attention import Config, compute
+from harness import charts as chart_reader
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = 1  # the walkthrough follows "2 is" by default, as the Raschka tutorial follows x_2

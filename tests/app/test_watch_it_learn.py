@@ -16,9 +16,9 @@ import pyarrow as pa
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from support.charts import _walk, heatmaps, open_page
 
 from attention.models import tiny
+from harness.charts import _walk, heatmaps, open_page
 from server import training as pool
 from ui.pages import training
 

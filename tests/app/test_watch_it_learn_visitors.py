@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 from streamlit.testing.v1 import AppTest
-from support.charts import open_page
 
 from attention.models import tiny
+from harness.charts import open_page
 from server import sessions
 from server import training as pool
 from ui.pages import training

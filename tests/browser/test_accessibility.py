@@ -4,7 +4,7 @@ heatmap is read with the keyboard alone: Tab stops on it, the arrow keys move a 
 token and value are announced, Enter follows a row, and a presenter's PageDown is the heatmap's only while it has the
 focus.
 
-axe-core is the file vendored in tests/support (npm axe-core 4.14.1, MPL-2.0), checked against its SHA-256 before it
+axe-core is the file vendored in harness/ (npm axe-core 4.14.1, MPL-2.0), checked against its SHA-256 before it
 is injected: the browser tier runs offline."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ui.pages import course
 
 pytestmark = pytest.mark.browser
 
-AXE = Path(__file__).resolve().parents[1] / "support" / "axe.min.js"
+AXE = Path(__file__).resolve().parents[2] / "harness" / "axe.min.js"
 AXE_SHA256 = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c"  # axe-core 4.14.1's axe.min.js
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 PROJECTOR = {"width": 1024, "height": 768}
@@ -40,7 +40,7 @@ QUERY = {"head_atlas": "?atlas_model=minilm&atlas_input=repeated"}
 
 def axe_source() -> str:
     data = AXE.read_bytes()
-    assert hashlib.sha256(data).hexdigest() == AXE_SHA256, "tests/support/axe.min.js is not axe-core 4.14.1's"
+    assert hashlib.sha256(data).hexdigest() == AXE_SHA256, "harness/axe.min.js is not axe-core 4.14.1's"
     return data.decode("utf-8")
 
 

@@ -4,7 +4,7 @@ benchmarks/download_clicks.py (100 clicks there)."""
 
 from __future__ import annotations
 
-from support import live_server
+from harness import live_server
 
 
 def test_twenty_download_clicks_while_three_sessions_rerun_all_give_their_file(browser, app_url) -> None:

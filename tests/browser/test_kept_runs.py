@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import live_server
 
 from attention.models import tiny
+from harness import live_server
 from server.training import GRACE_S, SWEEP_S
 from ui.pages.training import ROOM_CHECK_S
 

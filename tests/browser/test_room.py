@@ -17,10 +17,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from support import live_server
 
 from browser.conftest import SERVER_LOG, screenshot
 from browser.test_pages import assert_clean, settle
+from harness import live_server
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from support import live_server
+from harness import live_server
 
 ROOT = Path(__file__).resolve().parents[2]
 

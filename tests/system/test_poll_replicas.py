@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import live_server
-from support.redis_server import redis_server
 
 import server.poll
+from harness import live_server
+from harness.redis_server import redis_server
 
 LOOPBACK = live_server.LOOPBACK
 ROOT = Path(__file__).resolve().parents[2]

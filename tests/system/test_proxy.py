@@ -32,9 +32,9 @@ from pathlib import Path
 import psutil
 import pytest
 import websocket
-from support import live_server
 
 import ui
+from harness import live_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,8 +111,7 @@ def test_a_sessions_downloads_stay_on_its_own_process(recipe: live_server.Recipe
 def test_the_replicas_share_one_redis_for_the_poll(recipe: live_server.Recipe) -> None:
     """run.sh starts Debian's redis-server under supervisord and gives every replica its address: a room opened
     through one replica's address is the same room through the other's (server/poll over that Redis)."""
-    from support.redis_server import require_redis
-
+    from harness.redis_server import require_redis
     from server.poll import ENV, Poll, Question, RedisStore
 
     require_redis()
@@ -585,8 +584,7 @@ def _answers(status) -> bool:
 def test_the_rooms_redis_killed_comes_back_with_every_room(recipe: live_server.Recipe) -> None:
     """Issue 50: supervisord started a killed Redis again with nothing, so every room was lost. Its append-only file
     (LAB_REDIS_DIR) brings back the room, its question, its answers and the token secret."""
-    from support.redis_server import require_redis
-
+    from harness.redis_server import require_redis
     from server.poll import ENV, Poll, Question, RedisStore
 
     require_redis()

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
-from support import live_server
 
 import dashboard
 import ui
 from attention import Config, compute
+from harness import live_server
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK = live_server.LOOPBACK

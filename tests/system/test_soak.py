@@ -15,11 +15,11 @@ import weakref
 from pathlib import Path
 
 import pytest
-from support import live_server
 
 import ui
 from attention import Config
 from attention.models import tiny
+from harness import live_server
 
 ROOT = Path(__file__).resolve().parents[2]
 # The pages that held several results at once before server/budget.py (Position five, Compare two), and the page with

@@ -188,7 +188,7 @@ def test_the_recipes_keep_the_rooms_redis_in_an_append_only_file() -> None:
 
 
 # The published checkers. They live in a virtual environment of their own (.ci/run makes .venv-checks from
-# tests/support/kubernetes-checks.txt, whose digests pin every file): checkov's hundred packages stay out of the app's
+# harness/kubernetes-checks.txt, whose digests pin every file): checkov's hundred packages stay out of the app's
 # lock. Elsewhere the tests skip, and under CI they fail, so a CI run cannot pass by skipping them.
 CHECKS = ROOT / ".venv-checks" / "bin"
 GATEWAY_SCHEMAS = ROOT / "tests" / "data" / "gateway-api"  # scripts/gateway_schemas.py vendors them
@@ -198,7 +198,7 @@ def checker(name: str) -> str:
     found = (CHECKS / name) if (CHECKS / name).exists() else shutil.which(name)
     if found is None:
         reason = f"no {name} (python3 -m venv .venv-checks && .venv-checks/bin/pip install --require-hashes -r "
-        reason += "tests/support/kubernetes-checks.txt)"
+        reason += "harness/kubernetes-checks.txt)"
         if os.environ.get("CI"):
             pytest.fail(f"CI is set and the Kubernetes checks cannot run: {reason}", pytrace=False)
         pytest.skip(reason)

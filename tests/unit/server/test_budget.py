@@ -13,7 +13,6 @@ import time
 
 import pytest
 import torch
-from support import charts as chart_reader
 
 import server.budget as server_budget
 import ui
@@ -23,6 +22,7 @@ import ui.pages.training  # noqa: F401  (imports server.training, which register
 from attention import Config, compute
 from attention.basics import budget
 from attention.lessons import compare, pitfalls
+from harness import charts as chart_reader
 from server.budget import Admission, Refused
 
 WORDS = " ".join(f"w{i}" for i in range(1, 161))

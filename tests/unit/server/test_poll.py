@@ -15,8 +15,8 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 import pytest
-from support.redis_server import RedisServer, free_port, redis_server, require_redis
 
+from harness.redis_server import RedisServer, free_port, redis_server, require_redis
 from server.poll import MemoryStore, Poll, PollError, Question, RedisStore, Unavailable, resp, tokens
 from server.poll import rooms as poll_rooms
 

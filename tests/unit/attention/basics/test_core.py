@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
-from support.strategies import configs
 
 from attention import Config, Result, compute
 from attention.basics.config import MASKS
+from harness.strategies import configs
 
 SETTINGS = settings(max_examples=120, deadline=None)
 CLOSE = {"atol": 1e-5, "rtol": 1e-5}

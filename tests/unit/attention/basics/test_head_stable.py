@@ -10,13 +10,13 @@ from __future__ import annotations
 import pytest
 import torch
 from hypothesis import given, settings
-from support.scripts import assert_reproduces, exec_script
-from support.strategies import configs
 
 from attention import Config, compute
 from attention.basics.config import SETTINGS
 from attention.basics.weights import column_seed, input_scale, projections, seeded_projections
 from attention.io.script import script
+from harness.scripts import assert_reproduces, exec_script
+from harness.strategies import configs
 
 DASHBOARD_INITS = SETTINGS["init"].dashboard  # every init the pages offer
 DRAWN = tuple(i for i in DASHBOARD_INITS if i != "identity")

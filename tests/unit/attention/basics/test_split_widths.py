@@ -10,10 +10,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.strategies import matrix
 
 from attention import Config, compute
 from attention.io.cli.main import main
+from harness.strategies import matrix
 
 
 class FromScratch(torch.nn.Module):

@@ -13,12 +13,12 @@ import sys
 import pytest
 import torch
 from hypothesis import given, settings
-from support.scripts import assert_reproduces, exec_script
-from support.strategies import configs
 
 from attention import Config, compute, masks, presets
 from attention.io.export import labels, matrix_csv, safe_cell, to_dict, to_json
 from attention.io.script import script
+from harness.scripts import assert_reproduces, exec_script
+from harness.strategies import configs
 
 HEAD_KEYS = {
     "w_query",

@@ -11,11 +11,11 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.scripts import assert_reproduces, exec_script
-from support.strategies import configs, matrix
 
 from attention import Config
 from attention.io.script import script
+from harness.scripts import assert_reproduces, exec_script
+from harness.strategies import configs, matrix
 
 INF = float("inf")
 INITS = ("rand", "rand-transposed", "linear", "identity")

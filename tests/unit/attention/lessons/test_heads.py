@@ -8,11 +8,11 @@ import math
 
 import pytest
 import torch
-from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
-from support.oracles import llama_from_gguf
 
 from attention.lessons import heads as H
 from attention.models import interpret
+from harness.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
+from harness.oracles import llama_from_gguf
 
 IDS = [7, 8, 9, 7, 8, 9]  # three tokens, then the same three: queries 3, 4, 5 have an earlier copy
 

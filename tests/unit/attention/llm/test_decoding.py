@@ -6,11 +6,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
-from support.strategies import configs
 
 from attention import Config, compute, masks
 from attention.llm.decoding import DecodeStep, allowed_keys, decode, decode_result, decode_step
 from attention.llm.gqa import expand_kv
+from harness.strategies import configs
 
 TIGHT = {"atol": 1e-6, "rtol": 1e-6}
 HEAD_PAIRS = [(1, 1), (3, 3), (4, 2), (4, 1), (6, 3)]

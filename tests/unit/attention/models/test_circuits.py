@@ -9,14 +9,14 @@ import math
 
 import pytest
 import torch
-from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
-from support.oracles import llama_from_gguf
 
 from attention.basics import position
 from attention.models import circuits as C
 from attention.models import smollm2 as S
 from attention.models import tiny
 from attention.models.circuits import chat, trained
+from harness.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
+from harness.oracles import llama_from_gguf
 
 SHORT = "When Mary and John went to the store, John gave a drink to"
 

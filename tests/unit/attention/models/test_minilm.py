@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.fixtures import offline  # noqa: F401  (fixtures)
 
 from attention import compute
 from attention.models import interpret
 from attention.models import minilm as P
+from harness.fixtures import offline  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[4]
 SENTENCES = (

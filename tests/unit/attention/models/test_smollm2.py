@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
-from support.oracles import llama_from_gguf
 
 from attention import compute
 from attention.basics import position
 from attention.models import interpret, package
 from attention.models import smollm2 as S
+from harness.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
+from harness.oracles import llama_from_gguf
 
 ROOT = Path(__file__).resolve().parents[4]
 PROMPTS = (

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from support.scripts import assert_reproduces, exec_script
 
 from attention import Config, compute
 from attention.basics import position
+from harness.scripts import assert_reproduces, exec_script
 
 KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
 T = 7

@@ -6,10 +6,10 @@ import json
 import re
 
 import pytest
-from support.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 from attention.io.cli.main import main
 from attention.lessons import heads as H
+from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,13 @@ import json
 
 import pytest
 import torch
-from support.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
-from support.scripts import assert_reproduces
 
 from attention import compute
 from attention.io.cli.main import main
 from attention.io.export import to_dict
 from attention.models import smollm2 as S
+from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
+from harness.scripts import assert_reproduces
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_the_table_names_the_head_and_the_script_reproduces_it(run, capsys: pyte
 
 
 def _exec(config) -> dict:
-    from support.scripts import exec_script
+    from harness.scripts import exec_script
 
     return exec_script(config)
 

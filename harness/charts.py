@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 import ui
 
 COMPONENT = "attention_lab.heatmap"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def open_page(path: str, timeout_s: float = 60, **params: str) -> AppTest:

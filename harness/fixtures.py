@@ -1,4 +1,4 @@
-"""Fixtures several test modules share; a module uses one by importing it (`from support.fixtures import offline`).
+"""Fixtures several test modules share; a module uses one by importing it (`from harness.fixtures import offline`).
 
 - `one_thread` (autouse where imported): one intra-op torch thread for the module, as the server runs
   (deploy: OMP_NUM_THREADS=1); two threads on a busy two-core machine wait on each other at every operation.
