@@ -1,5 +1,6 @@
 """The command line's size checks: each case that used to cost gigabytes or hours, timed in a fresh interpreter
-held to 1 GB (tests/unit/attention/io/cli/test_bounds.py's `bounded`: a cgroup v1 memory limit where there is one).
+held to 1 GB (harness/bounded.py's `bounded`, which tests/unit/attention/io/cli/test_bounds.py runs too: a cgroup v1
+memory limit where there is one).
 
     python benchmarks/cli_bounds.py
 
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_cli_bounds import HEAVY, bounded  # noqa: E402
+from harness.bounded import HEAVY, bounded  # noqa: E402
 
 
 def cpu() -> float:
