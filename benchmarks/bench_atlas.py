@@ -1,8 +1,8 @@
 """The head atlas's figures: each model's corpus atlas (in this process, and on a fresh server in the browser), the
 memory it takes, and what a learner waits for after typing a 64-token text, in the browser.
 
-    python benchmarks/bench_atlas.py                  # in-process: corpus and probe atlases, medians of --repeats
-    python benchmarks/bench_atlas.py --browser        # + a fresh `streamlit run dashboard.py` in headless Chromium
+    python -m benchmarks.bench_atlas                  # in-process: corpus and probe atlases, medians of --repeats
+    python -m benchmarks.bench_atlas --browser        # + a fresh `streamlit run dashboard.py` in headless Chromium
 
 In-process: `heads.model_atlases` on one torch thread (as the server runs), medians of --repeats, and the process's
 peak resident memory before and after. --browser: a fresh server (OMP_NUM_THREADS=1); for each model the Head atlas
@@ -25,11 +25,9 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from attention.lessons import heads as H
 
-from attention.lessons import heads as H  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 WORDS = ("the cat dog bird sat ran saw on under mat rug tree and then because it was warm cold quickly slowly a big "
          "small red green house river over near happy old young morning night").split()  # fmt: skip

@@ -1,6 +1,6 @@
 """What a person waits for in the browser: from a changed sentence to every heatmap drawn, and the browser's memory.
 
-    python benchmarks/bench_browser.py [--tokens 6 64 128 256 512] [--repeats 3] [--json out.json]
+    python -m benchmarks.bench_browser [--tokens 6 64 128 256 512] [--repeats 3] [--json out.json]
 
 Starts `streamlit run dashboard.py` on a free loopback port (harness/live_server.py) and drives Debian's Chromium
 (headless) with Playwright. For each sentence length, in a fresh page each repeat: open the self-attention page,
@@ -27,10 +27,9 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from harness import live_server  # the tests' way to start the server and find Chromium
 
-from harness import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
+ROOT = Path(__file__).resolve().parents[1]
 
 WORDS = (
     "the chef prepared a delicious meal and it was served with wine while life is short so eat dessert first".split()

@@ -2,9 +2,9 @@
 without a new forward, and the server's memory with both models loaded and 20 fresh sessions on the page under a
 real memory limit.
 
-    python benchmarks/bench_chat.py                      # the timings (one torch thread, as the server runs)
-    python benchmarks/bench_chat.py --server --limit-mib 690   # + the server in a cgroup v1 memory group (root)
-    python benchmarks/bench_chat.py --no-timings --browser [--root DIR] [--generated 1 16 64] [--repeats 5]
+    python -m benchmarks.bench_chat                      # the timings (one torch thread, as the server runs)
+    python -m benchmarks.bench_chat --server --limit-mib 690   # + the server in a cgroup v1 memory group (root)
+    python -m benchmarks.bench_chat --no-timings --browser [--root DIR] [--generated 1 16 64] [--repeats 5]
 
 --browser: what a learner waits for on the page after generating: `streamlit run dashboard.py` (from --root, another
 checkout such as a `git worktree` of an older commit, for a before/after) in Debian's headless Chromium, the page
@@ -32,12 +32,9 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from attention.models import smollm2 as S
 
-from attention.models import smollm2 as S  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TEXT = (
     "In 1887, the Transylvanian cartographers' guild re-surveyed every mountain pass twice, because its first "
@@ -75,9 +72,8 @@ def timings(repeats: int) -> None:
 
 
 def server(limit_mib: int | None, sessions: int) -> int:
-    import load_test
-    from mem_real_model import cgroup, memory_mb, start_in
-
+    from benchmarks import load_test
+    from benchmarks.mem_real_model import cgroup, memory_mb, start_in
     from harness import live_server
 
     port = live_server.free_port()

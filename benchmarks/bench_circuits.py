@@ -1,6 +1,6 @@
 """What a head writes, timed against the forward it reads: issue 49's speed bars, on one torch thread.
 
-    python benchmarks/bench_circuits.py [--runs 5] [--tokens 64]
+    python -m benchmarks.bench_circuits [--runs 5] [--tokens 64]
 
 Measures, interleaved run by run in this process (the reference measured in the same run): SmolLM2's forward over a
 64-token prompt keeping every intermediate (`smollm2.run_ids`, what the page's run is); the circuits' trace of the
@@ -16,17 +16,15 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from attention.models import smollm2 as S
+from attention.models.circuits import chat
 
-from attention.models import smollm2 as S  # noqa: E402
-from attention.models.circuits import chat  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TEXT = (
     "The lab shows where every head looks, on real weights. It does not yet show what a head writes, or why it "

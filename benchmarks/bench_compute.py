@@ -1,6 +1,6 @@
 """Time `compute` against a bare torch reference doing the same work, at T = 6, 64 and 512 tokens.
 
-    python benchmarks/bench_compute.py [--runs 300]
+    python -m benchmarks.bench_compute [--runs 300]
 
 The setting of issue 3: d_model 512, 8 heads, split layout, output projection (with its bias), nn.Linear init,
 random inputs, no mask, no dropout. Two references, in the same process:
@@ -18,17 +18,13 @@ import math
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attention import Config, compute  # noqa: E402
-from attention.basics.weights import generator, projections  # noqa: E402
+from attention import Config, compute
+from attention.basics.weights import generator, projections
 
 D_MODEL, HEADS = 512, 8
 SIZES = (6, 64, 512)

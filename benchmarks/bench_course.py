@@ -1,6 +1,6 @@
 """What a learner waits for at each reveal of the course: from PageDown on a lesson's question to its figure drawn.
 
-    python benchmarks/bench_course.py [--repeats 5] [--json out.json]
+    python -m benchmarks.bench_course [--repeats 5] [--json out.json]
 
 Starts `streamlit run dashboard.py` on a free loopback port and drives Debian's Chromium (headless, 1024 x 768, as
 a projector) with Playwright. For each lesson, in a fresh page each repeat: open the lesson's link
@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from harness import live_server
+from ui.pages import course
 
-from harness import live_server  # noqa: E402
-from ui.pages import course  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 APP = '[data-testid="stApp"]'
 # the figures; a cell question's blank grid (drawn before the reveal, gone after it) is not one

@@ -1,6 +1,6 @@
 """The chat model's generation step and 64-token forward against llama.cpp on the same GGUF, one thread each.
 
-    python benchmarks/bench_generation.py [--runs 7] [--llama-bench PATH]
+    python -m benchmarks.bench_generation [--runs 7] [--llama-bench PATH]
 
 Measures, in this process on one torch thread (as the server runs): loading the model; packing its layers for
 the step (once a process); one generation step reading a 63-token cache, packed (4-bit matrices through torch's
@@ -25,20 +25,18 @@ import platform
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import server
+from attention.models import smollm2 as S
+from attention.models.smollm2 import packed as P
+from server.memory import trim_heaps
 
-import server  # noqa: E402
-from attention.models import smollm2 as S  # noqa: E402
-from attention.models.smollm2 import packed as P  # noqa: E402
-from server.memory import trim_heaps  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TEXT = (
     "In 1887, the Transylvanian cartographers' guild re-surveyed every mountain pass twice, because its first "

@@ -1,6 +1,6 @@
 """What a person waits for on the KV cache page: from clicking "Next token" to the cache heatmaps redrawn.
 
-    python benchmarks/bench_kv_page.py [--root CHECKOUT] [--clicks 9]
+    python -m benchmarks.bench_kv_page [--root CHECKOUT] [--clicks 9]
 
 Starts `streamlit run dashboard.py` from the checkout (default: this one; another checkout, e.g. a `git worktree`
 of an older commit, gives the figure before a change), opens the KV cache page in headless Chromium at 512 tokens,
@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 import urllib.parse
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
+
+from harness import live_server
 
 QUERY = {"sentence": " ".join(f"w{j}" for j in range(512)), "heads": 16, "d_k": 64, "d_v": 64, "mask": "causal",
          "decode_step": 300}  # fmt: skip
@@ -28,11 +29,8 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--clicks", type=int, default=9)
     args = parser.parse_args()
-    sys.path.insert(0, str(args.root / "tests"))
-    from harness import live_server  # the checkout's own, which starts that checkout's dashboard
-
     port = live_server.free_port()
-    server = live_server.start(port, Path("/tmp/bench_kv_page.log"))
+    server = live_server.start(port, Path("/tmp/bench_kv_page.log"), root=args.root)
     times = []
     try:
         with sync_playwright() as p:

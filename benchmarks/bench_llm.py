@@ -1,6 +1,6 @@
 """Time the "How LLMs run attention" package layer: one KV-cache decode step, and tiled vs ordinary attention.
 
-    python benchmarks/bench_llm.py [--runs 200]
+    python -m benchmarks.bench_llm [--runs 200]
 
 - decode step: `decode_step` appending token 512 to a cache of 511 and attending with its query
   (8 query heads, d_k = d_v = 64, float32), multi-head (8 K/V heads) and grouped-query (2 K/V heads);
@@ -16,19 +16,14 @@ import argparse
 import math
 import os
 import platform
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench_compute import medians  # noqa: E402  (this folder is on the path when a script here runs)
-
-from attention import masks  # noqa: E402
-from attention.llm.decoding import decode, decode_step  # noqa: E402
-from attention.llm.flash import ordinary_attention, tiled_attention  # noqa: E402
+from attention import masks
+from attention.llm.decoding import decode, decode_step
+from attention.llm.flash import ordinary_attention, tiled_attention
+from benchmarks.bench_compute import medians
 
 HEADS, D_HEAD, TOKENS, BLOCK = 8, 64, 512, 64
 

@@ -2,7 +2,7 @@
 this process's memory and through a local redis-server, then the projector's read; and a learner's refresh (the
 room and its own answer), the read every learner's page makes every 3 s.
 
-    .venv/bin/python benchmarks/bench_poll.py [--learners 300] [--runs 5]
+    .venv/bin/python -m benchmarks.bench_poll [--learners 300] [--runs 5]
 
 Prints the median of the runs for each backend, and Redis's time over memory's (the reference ratio), in Markdown.
 Needs Debian's redis-server (started on a free loopback port, nothing written to disk).
@@ -17,10 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
-
-from harness.redis_server import RedisServer, find_redis, free_port  # noqa: E402
-from server.poll import MemoryStore, Poll, Question, RedisStore  # noqa: E402
+from harness.redis_server import RedisServer, find_redis, free_port
+from server.poll import MemoryStore, Poll, Question, RedisStore
 
 QUESTION = Question("b1", "Which?", "choice", ("a", "b", "c", "d"), answer="1")
 

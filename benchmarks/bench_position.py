@@ -1,6 +1,6 @@
 """What a positional encoding costs `compute`: the same config with each encoding against none, at 512 tokens.
 
-    python benchmarks/bench_position.py [--runs 40]
+    python -m benchmarks.bench_position [--runs 40]
 
 The setting of bench_compute.py (d_model 512, 8 heads, split layout, output projection, nn.Linear init), random
 inputs, causal mask. Each figure is the median over many calls, the encodings interleaved in one process.
@@ -10,17 +10,12 @@ The issue's bound: RoPE and ALiBi keep `compute` within 1.2x of the same config 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench_compute import medians  # noqa: E402  (this folder is on the path when a script here runs)
-
-from attention import Config, compute  # noqa: E402
-from attention.basics.config import POSITIONS  # noqa: E402
+from attention import Config, compute
+from attention.basics.config import POSITIONS
+from benchmarks.bench_compute import medians
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Median rerun time of the self-attention page after a slider change, measured with AppTest.
 
-    python benchmarks/bench_rerun.py [--runs 15]
+    python -m benchmarks.bench_rerun [--runs 15]
 
 Reports the median (and p90) of AppTest reruns after moving the seed slider, at the
 default sentence (6 tokens) and at 512 tokens. A benchmark, not a test: timings vary.

@@ -1,6 +1,6 @@
 """What a person waits for after `streamlit run dashboard.py`: the server answering, then the first chart drawn.
 
-    python benchmarks/bench_startup.py [--runs 5] [--open-after S] [--pages] [--importtime] [--json out.json]
+    python -m benchmarks.bench_startup [--runs 5] [--open-after S] [--pages] [--importtime] [--json out.json]
                                        [--root DIR ...] [--server-python PY]
 
 Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as harness/live_server.py
@@ -39,10 +39,9 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from harness import live_server  # the tests' way to find Chromium and a free port
 
-from harness import live_server  # noqa: E402  (the tests' way to find Chromium and a free port)
+ROOT = Path(__file__).resolve().parents[1]
 
 # `streamlit run`, with the server's module names written to $BENCH_MODULES when it exits (SIGTERM included).
 WRAPPER = """

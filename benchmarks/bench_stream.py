@@ -1,7 +1,7 @@
 """Streaming on "Inside a chat model", in headless Chromium: "Generate N tokens" clicked, each token written as it
 comes, then clicks that change a view after the generation, each from the click to every chart drawn.
 
-    python benchmarks/bench_stream.py [--tokens 64] [--repeats 5] [--port 8661] [--shots DIR]
+    python -m benchmarks.bench_stream [--tokens 64] [--repeats 5] [--port 8661] [--shots DIR]
 
 Starts `streamlit run dashboard.py` (one torch thread, as deployed) on --port, opens the page at 1400 x 1000, sets
 "Tokens to generate" to --tokens and clicks "Generate N tokens": reports the time to the first streamed token, to
@@ -22,11 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks.bench_chat import CLICK_JS, DRAWN_JS, READY_JS
 
-from bench_chat import CLICK_JS, DRAWN_JS, READY_JS  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CHIPS_JS = """() => Math.max(0, ...[...document.querySelectorAll('[data-testid="stHtml"]')]
   .map(e => [...e.querySelectorAll('code')].filter(c => c.style.background.includes('212, 240, 212')

@@ -1,9 +1,9 @@
 """Watch it learn, timed: the default run to the formed head, Play to the first moving curve in Chromium, and another
 visitor's rerun while four new trainings run.
 
-    python benchmarks/bench_train.py formed [--seeds 5] [--control]   # tiny.train to the formed head, per seed
-    python benchmarks/bench_train.py browser [--runs 3] [--train-in process|thread] [--shots DIR]  # Play -> curve
-    python benchmarks/bench_train.py latency [--reruns 15] [--steps 1000]  # another session's rerun: idle, 4 trainings
+    python -m benchmarks.bench_train formed [--seeds 5] [--control]   # tiny.train to the formed head, per seed
+    python -m benchmarks.bench_train browser [--runs 3] [--train-in process|thread] [--shots DIR]  # Play -> curve
+    python -m benchmarks.bench_train latency [--reruns 15] [--steps 1000]  # another session's rerun: idle, 4 trainings
 
 `formed` trains in this process on one thread (the numbers are the tests'); `--control` adds the 1-layer control's
 3,000 steps. `browser` starts `streamlit run dashboard.py` (a fresh server each run; `--train-in` sets
@@ -22,13 +22,11 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 
 def load() -> str:
@@ -125,8 +123,9 @@ def bench_browser(runs: int, train_in: str | None, shots: Path | None) -> None:
 
 def press_play(port: int, seed: int, done: dict, steps: int) -> None:
     """One visitor: open the page on a new setting, press Play, then rerun twice a second until trained."""
-    from load_test import WsClient
     from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    from benchmarks.load_test import WsClient
 
     client = WsClient(port, page="watch_it_learn", query=f"train_seed={seed}&train_steps={steps}")
     _, shown = client.rerun()
@@ -142,8 +141,7 @@ def press_play(port: int, seed: int, done: dict, steps: int) -> None:
 
 
 def bench_latency(reruns: int, steps: int) -> None:
-    import load_test
-
+    from benchmarks import load_test
     from harness import live_server
 
     _patch_buttons(load_test.WsClient)

@@ -1,6 +1,6 @@
 """Chat generation beside a crowd, under a real 690 MiB memory limit (issue 50, items 2 and 3).
 
-    python benchmarks/chat_crowd.py [--generators 3] [--heavy 6] [--tokens 64] [--limit-mib 690] [--port 8671]
+    python -m benchmarks.chat_crowd [--generators 3] [--heavy 6] [--tokens 64] [--limit-mib 690] [--port 8671]
                                     [--minutes 12] [--alone-clicks 4] [--json FILE]
 
 The server is `streamlit run dashboard.py` in a cgroup v1 memory group of --limit-mib MiB from its first byte
@@ -35,11 +35,10 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks import soak  # the cgroup, the server, the heaviest links, a visit, the admission log
+from benchmarks.load_test import WsClient, percentile
 
-import soak  # noqa: E402  (the cgroup, the server, the heaviest links, a visit, the admission log)
-from load_test import WsClient, percentile  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 STEP = re.compile(r"^Step (\d+):")
 GENERATE = "Generate one token"

@@ -2,7 +2,7 @@
 held to 1 GB (harness/bounded.py's `bounded`, which tests/unit/attention/io/cli/test_bounds.py runs too: a cgroup v1
 memory limit where there is one).
 
-    python benchmarks/cli_bounds.py
+    python -m benchmarks.cli_bounds
 
 Prints, for each case, the exit status, the seconds (wall and CPU: on a busy machine the wall time stretches,
 the CPU time much less; the interpreter importing torch is the first row), the peak memory (the cgroup's, page
@@ -12,15 +12,12 @@ cache included, else the largest resident set) and the first line of stderr. The
 from __future__ import annotations
 
 import resource
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from harness.bounded import HEAVY, bounded
 
-from harness.bounded import HEAVY, bounded  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cpu() -> float:

@@ -1,6 +1,6 @@
 """Download clicks in Chromium while other sessions rerun: every click must give its file.
 
-    python benchmarks/download_clicks.py [--clicks 100] [--loaders 3] [--keep-s S]
+    python -m benchmarks.download_clicks [--clicks 100] [--loaders 3] [--keep-s S]
 
 Starts `streamlit run dashboard.py` on a free loopback port (with $ATTENTION_LAB_DOWNLOAD_KEEP_S=S when --keep-s
 is given: 0 is Streamlit's own rule, which drops a served file once two script runs of any session have ended),
@@ -20,18 +20,16 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from harness import live_server
 
-from harness import live_server  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BUTTONS = (re.compile(r"^result\.json"), re.compile(r"\.csv$"))
 
 
 def load(base: str, stop: threading.Event, reruns: list[int]) -> None:
     """One session rerunning the default page until `stop`: each end of a run is when Streamlit cleans its store."""
-    import load_test
+    from benchmarks import load_test
 
     client = load_test.WsClient(base=base, query="seed=3")
     try:

@@ -3,7 +3,7 @@ replicas (Polls in processes of their own, onto one redis-server), and the proje
 token and computes the room's gain. Measures, per run, the time from the last learner's answer to the projector's
 report holding every pair, and checks the report's ⟨g⟩ against the one the simulated answers were made to give.
 
-    .venv/bin/python benchmarks/inventory_room.py [--learners 60] [--replicas 3] [--runs 5] [--json FILE]
+    .venv/bin/python -m benchmarks.inventory_room [--learners 60] [--replicas 3] [--runs 5] [--json FILE]
 
 Learners send at the protocol level of the poll (Poll.join, Poll.answer through their replica's own Redis client),
 not through a browser: this is the server's part. The projector's page redraws its report every
@@ -20,13 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from attention.lessons import inventory as inv
+from harness.redis_server import redis_server
+from server.poll import Poll, RedisStore
+from ui.pages import inventory as page
 
-from attention.lessons import inventory as inv  # noqa: E402
-from harness.redis_server import redis_server  # noqa: E402
-from server.poll import Poll, RedisStore  # noqa: E402
-from ui.pages import inventory as page  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def sheet(forms: tuple[inv.Form, ...], right: int) -> str:

@@ -1,7 +1,7 @@
 """Watch it learn with several visitors in Chromium (issue 38): three press Play at once on different large settings,
 a fourth queues a run and leaves, and a later visitor at a large setting is told before Play that it cannot be kept.
 
-    python benchmarks/kept_runs.py [--steps 1000] [--every 5] [--batch 4] [--kept-mb MB] [--train-in thread]
+    python -m benchmarks.kept_runs [--steps 1000] [--every 5] [--batch 4] [--kept-mb MB] [--train-in thread]
                                    [--shots DIR]
 
 Starts `streamlit run dashboard.py` and drives one browser context a visitor (each its own Streamlit session):
@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 LARGE = {"train_layers": 3, "train_heads": 4, "train_d_model": 64}
 

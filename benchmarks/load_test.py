@@ -1,6 +1,6 @@
 """Many sessions against one `streamlit run` server: every session sees only its own numbers; latency; memory.
 
-    python benchmarks/load_test.py [--client both|ws|browser] [--sessions 20] [--duration 60] [--think 0]
+    python -m benchmarks.load_test [--client both|ws|browser] [--sessions 20] [--duration 60] [--think 0]
                                    [--processes N | --url URL [--server-pid PID ...]] [--json FILE]
 
 Starts `streamlit run dashboard.py` on a free loopback port and opens N sessions on the self-attention page,
@@ -68,13 +68,11 @@ from typing import Any
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+import ui  # the dashboard's own number formatting and defaults
+from attention import Config, compute
+from harness import live_server  # the tests' way to start the server and find Chromium
 
-import ui  # noqa: E402  (the dashboard's own number formatting and defaults)
-from attention import Config, compute  # noqa: E402
-from harness import live_server  # noqa: E402  (the tests' way to start the server and find Chromium)
+ROOT = Path(__file__).resolve().parents[1]
 
 LOOPBACK = live_server.LOOPBACK
 WORDS = ("the", "chef", "prepared", "a", "delicious", "meal", "life", "is", "short", "eat", "dessert", "first",

@@ -1,8 +1,8 @@
 """Server memory with the pretrained model: fresh Chromium sessions on the Real model page, then the heaviest toy link;
 or several visitors with long sentences at once under a real memory limit.
 
-    python benchmarks/mem_real_model.py
-    python benchmarks/mem_real_model.py --concurrent 4 --limit-mib 690   # needs root and cgroup v1's memory controller
+    python -m benchmarks.mem_real_model
+    python -m benchmarks.mem_real_model --concurrent 4 --limit-mib 690   # needs root and cgroup v1's memory controller
 
 Starts `streamlit run dashboard.py` on a free loopback port and opens, one after another, each in a fresh browser
 context: 10 sessions on the Real model page (the default sentence: one cached run), 10 more each with its own
@@ -26,8 +26,7 @@ from pathlib import Path
 import psutil
 from playwright.sync_api import Browser, sync_playwright
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from harness import live_server  # noqa: E402
+from harness import live_server
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 HEAVY = {"sentence": " ".join(f"w{j}" for j in range(512)), "heads": 16, "d_model": 256, "d_k": 256, "d_v": 256}
@@ -125,7 +124,7 @@ def start_in(group: Path | None, port: int) -> subprocess.Popen:
 def concurrent(visitors: int, limit_mib: int | None) -> int:
     """`visitors` websocket sessions open the Real model page at once, each with its own long sentence; the server
     (in a cgroup of limit_mib MiB when given) must answer all of them. Exit 0 when every visitor finished."""
-    import load_test
+    from benchmarks import load_test
 
     port = live_server.free_port()
     group = None if limit_mib is None else cgroup(f"mem_real_model_{os.getpid()}", limit_mib)
@@ -182,6 +181,5 @@ if __name__ == "__main__":
     cli.add_argument("--limit-mib", type=int, help="run the server in a cgroup v1 memory group of this many MiB")
     opts = cli.parse_args()
     if opts.concurrent:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         sys.exit(concurrent(opts.concurrent, opts.limit_mib))
     main()

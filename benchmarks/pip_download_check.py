@@ -5,7 +5,7 @@ installs there without a source build. pip evaluates environment markers against
 
     pip download --only-binary :all: --no-deps --require-hashes --platform P --python-version V -r <target's lines>
 
-Run with the project's .venv (it needs `packaging`): .venv/bin/python benchmarks/pip_download_check.py [--out FILE]
+Run with the project's .venv (it needs `packaging`): .venv/bin/python -m benchmarks.pip_download_check [--out FILE]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The class poll against one hostile client (issue 50): the attacks the issue found, replayed at full speed.
 
-    .venv/bin/python benchmarks/poll_abuse.py [--json out.json]
+    .venv/bin/python -m benchmarks.poll_abuse [--json out.json]
 
 Against a Poll over a real redis-server (as the room's replicas share one), one client address:
   - opens rooms until refused (the issue: 988 rooms in 221 s, then every instructor refused for 4 hours), then
@@ -18,10 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "tests")]
-
-from harness.redis_server import RedisServer, find_redis, free_port  # noqa: E402
-from server.poll import Poll, PollError, Question, RedisStore  # noqa: E402
+from harness.redis_server import RedisServer, find_redis, free_port
+from server.poll import Poll, PollError, Question, RedisStore
 
 QUESTION = Question("q", "Which?", "choice", ("a", "b", "c"), answer="1")
 ATTACKER, SCHOOL, OTHER = "203.0.113.66", "198.51.100.20", "192.0.2.7"

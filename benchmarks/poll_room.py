@@ -1,7 +1,7 @@
 """The class poll as a room uses it (issue 35): learners answer through 3 replicas behind HAProxy, the instructor's
 projector counts them; then the projector's replica is killed, and Redis stops for 10 s.
 
-    .venv/bin/python benchmarks/poll_room.py [--learners 60] [--replicas 3] [--every 0.25] [--netns] [--json FILE]
+    .venv/bin/python -m benchmarks.poll_room [--learners 60] [--replicas 3] [--every 0.25] [--netns] [--json FILE]
 
 `deploy/run.sh` (HAProxy, supervisord, the replicas) on loopback, given a redis-server of this script's own, so that
 Redis can be stopped and continued. With --netns (root), a rehearsal across hosts on this machine instead: Redis,
@@ -44,12 +44,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import server.poll
+from benchmarks import load_test
+from harness import live_server
+from harness.redis_server import RedisServer, find_redis, free_port
 
-import server.poll  # noqa: E402
-from harness import live_server  # noqa: E402
-from harness.redis_server import RedisServer, find_redis, free_port  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CHOICES = ("1", "the number of keys")  # two of the demo's first question's answers (ui/pages/poll.py, demo_questions)
 PAUSE_S = 10
@@ -252,7 +252,7 @@ class Learner:
 
     def __init__(self, base: str, code: str) -> None:
         self.base = base
-        self.client = live_server.benchmark("load_test").WsClient(base=base, page="poll", query=f"room={code}")
+        self.client = load_test.WsClient(base=base, page="poll", query=f"room={code}")
         self.reconnects = 0
         self.shown = self.look()
 
@@ -291,7 +291,7 @@ class Learner:
                 self.client.ws.close()
                 time.sleep(0.5)
                 try:
-                    self.client = live_server.benchmark("load_test").WsClient(
+                    self.client = load_test.WsClient(
                         base=self.base, page="poll", query=self.client.query, cookies=self.client.cookies
                     )
                     _, self.shown = self.client.rerun()  # the view from the address, before the move again

@@ -1,6 +1,6 @@
 """The room while one client floods it: one address holds idle websockets through the proxy, a class visits.
 
-    python benchmarks/room_flood.py [--sockets 2000] [--learners 50] [--processes 2]
+    python -m benchmarks.room_flood [--sockets 2000] [--learners 50] [--processes 2]
                                     [--per-address N] [--rate-per-address N] [--browser]
 
 Starts the room (`bash deploy/run.sh N`: replicas behind HAProxy) on free loopback ports. One client, from
@@ -32,7 +32,6 @@ import resource
 import selectors
 import socket
 import statistics
-import sys
 import threading
 import time
 import urllib.parse
@@ -40,10 +39,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from harness import live_server
 
-from harness import live_server  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FLOOD_ADDRESS = "127.0.0.2"  # the whole 127.0.0.0/8 is loopback on Linux: another client address, same machine
 CLASS_ADDRESS = live_server.LOOPBACK
@@ -51,7 +49,10 @@ CONNECT_TIMEOUT_S = 30.0
 
 
 def load_test():
-    return live_server.benchmark("load_test")
+    """benchmarks/load_test.py, imported at its first use (its websocket client)."""
+    from benchmarks import load_test
+
+    return load_test
 
 
 def raise_file_limit(wanted: int) -> None:

@@ -1,7 +1,7 @@
 """Soak: fresh visitors on every page's heaviest link, a few at a time, each asking for every download, with the
 server held to Community Cloud's 690 MiB by a real kernel limit; then a second round once the first has expired.
 
-    python benchmarks/soak.py [--sessions 30] [--rounds 2] [--at-once 3] [--ttl 120] [--limit-mib 690]
+    python -m benchmarks.soak [--sessions 30] [--rounds 2] [--at-once 3] [--ttl 120] [--limit-mib 690]
                               [--pages self_attention position ...] [--matrices omega ...] [--companions]
                               [--json FILE]
 
@@ -60,16 +60,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ui  # the dashboard's parameters: what a link accepts
+from attention.models import tiny  # Watch it learn's settings
+from benchmarks import load_test  # its websocket client
+from harness import live_server  # the tests' way to start the server
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import load_test  # noqa: E402  (its websocket client)
-
-import ui  # noqa: E402  (the dashboard's parameters: what a link accepts)
-from attention.models import tiny  # noqa: E402  (Watch it learn's settings)
-from harness import live_server  # noqa: E402  (the tests' way to start the server)
 
 WORDS = " ".join(f"w{i}" for i in range(1, 513))  # 512 distinct tokens: the most the pages allow
 HEAVY = {"sentence": WORDS, "heads": "16", "d_model": "256", "d_k": "256", "d_v": "256"}

@@ -9,7 +9,6 @@ Playwright cannot download its own browsers here, so the system Chromium is used
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import signal
@@ -92,20 +91,23 @@ def log_tail(log: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def start(port: int, log: Path, append: bool = False, options: Sequence[str] = ()) -> subprocess.Popen:
+def start(
+    port: int, log: Path, append: bool = False, options: Sequence[str] = (), root: Path = ROOT
+) -> subprocess.Popen:
     """`streamlit run dashboard.py` on loopback, its output in `log`; returns once /_stcore/health says ok.
 
     options: further `streamlit run` flags, e.g. ("--server.disconnectedSessionTTL", "10").
+    root: the checkout whose dashboard runs (another one, e.g. a `git worktree` of an older commit, for a before).
 
     Raises RuntimeError (with the log's tail) when the server exits or does not answer in time.
     """
     cmd = [sys.executable, "-m", "streamlit", "run", "dashboard.py", "--server.port", str(port)]
     cmd += ["--server.address", LOOPBACK, "--server.headless", "true", "--server.fileWatcherType", "none"]
     cmd += ["--browser.gatherUsageStats", "false", *options]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(root)}
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab" if append else "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://{LOOPBACK}:{port}"
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
     while health(base) != "ok":
@@ -282,8 +284,3 @@ def wait_for(what: str, check, timeout: float) -> float:
             raise TimeoutError(f"{what}: not within {timeout:g} s")
         time.sleep(0.2)
     return time.monotonic() - start
-
-
-def benchmark(name: str):
-    """benchmarks/<name>.py as a module of the benchmarks package (the load test's and soak's clients)."""
-    return importlib.import_module(f"benchmarks.{name}")

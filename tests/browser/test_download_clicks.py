@@ -4,10 +4,10 @@ benchmarks/download_clicks.py (100 clicks there)."""
 
 from __future__ import annotations
 
-from harness import live_server
+from benchmarks import download_clicks
 
 
 def test_twenty_download_clicks_while_three_sessions_rerun_all_give_their_file(browser, app_url) -> None:
-    result = live_server.benchmark("download_clicks").clicks(browser, app_url, 20, loaders=3)
+    result = download_clicks.clicks(browser, app_url, 20, loaders=3)
     assert result["failures"] == []
     assert result["reruns_meanwhile"] >= 20  # the others really were rerunning throughout

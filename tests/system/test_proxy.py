@@ -34,17 +34,10 @@ import pytest
 import websocket
 
 import ui
+from benchmarks import load_test, room_flood
 from harness import live_server
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_test_module():
-    return live_server.benchmark("load_test")
-
-
-load_test = load_test_module()
-room_flood = live_server.benchmark("room_flood")
 
 
 @pytest.fixture(scope="module")
