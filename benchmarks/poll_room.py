@@ -188,7 +188,7 @@ def rss_mib(pid: int | None) -> float:
 
 
 # What the capacity is read against (docs/deploy.md, "How big a room"): a replica's 690 MiB limit less its 6 %
-# reserve and 200 MB for large runs (scripts/capacity.py's budget), and 80 % of its one core.
+# reserve and 200 MB for large runs (benchmarks/capacity.py's budget), and 80 % of its one core.
 REPLICA_MIB, RESERVE, LARGE_RUNS_MIB, CORE_SHARE = 690, 0.06, 200 * 1e6 / 2**20, 0.8
 REFRESH_S = 3  # a learner's page looks for the next question this often (ui/pages/poll.py, LEARNER_EVERY_S)
 

@@ -1,15 +1,9 @@
-"""scripts/capacity.py: the room's size from measured figures. Its arithmetic on figures the test chooses, and its
+"""benchmarks/capacity.py: the room's size from measured figures. Its arithmetic on figures the test chooses, and its
 reading of what deploy/ promises (so a changed limit there changes the table)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import capacity  # noqa: E402
+from benchmarks import capacity
 
 
 def load(rest: float, per: float, cores: float, n: int = 30) -> dict:

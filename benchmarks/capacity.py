@@ -1,7 +1,7 @@
 """How big a room: replicas and nodes for a class of 40, 300, 1,000 and 10,000 learners, from measured figures.
 
-    .venv/bin/python scripts/capacity.py [--load FILE] [--sessions 30] [--duration 90] [--think 5]
-                                         [--node-cpu 4] [--node-gib 16] [--out FILE]
+    .venv/bin/python -m benchmarks.capacity [--load FILE] [--sessions 30] [--duration 90] [--think 5]
+                                            [--node-cpu 4] [--node-gib 16] [--out FILE]
 
 What it measures (or reads):
 - a replica's memory at rest and per active learner, and its CPU per active learner: `benchmarks/load_test.py`
@@ -41,8 +41,9 @@ from pathlib import Path
 
 import yaml
 
+from harness.redis_server import find_redis
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 CLASSES = (40, 300, 1_000, 10_000)
 CPU_SHARE = 0.8  # of the one core a replica's scripts can use
@@ -85,7 +86,7 @@ def measure_load(sessions: int, duration: float, think: float) -> dict:
     """benchmarks/load_test.py's websocket client on one process: its JSON."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = Path(f.name)
-    cmd = [sys.executable, str(ROOT / "benchmarks/load_test.py"), "--client", "ws", "--sessions", str(sessions),
+    cmd = [sys.executable, "-m", "benchmarks.load_test", "--client", "ws", "--sessions", str(sessions),
            "--duration", str(duration), "--think", str(think), "--json", str(out)]  # fmt: skip
     subprocess.run(cmd, cwd=ROOT, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     return json.loads(out.read_text())
@@ -110,13 +111,11 @@ def learner_figures(load: dict) -> dict[str, float]:
 def measure_redis(learners: int = 300, runs: int = 3) -> dict[str, float] | None:
     """benchmarks/bench_poll.py's room against a local redis-server, run as load_test is: ms an answer and ms a
     learner's refresh (medians), None without a redis-server."""
-    from harness.redis_server import find_redis
-
     if find_redis() is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "poll.json"
-        cmd = [sys.executable, str(ROOT / "benchmarks/bench_poll.py"), "--learners", str(learners), "--runs", str(runs),
+        cmd = [sys.executable, "-m", "benchmarks.bench_poll", "--learners", str(learners), "--runs", str(runs),
                "--json", str(out)]  # fmt: skip
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
         medians = json.loads(out.read_text())["redis"]
@@ -189,7 +188,7 @@ def main() -> None:
     text = table(learner_figures(load), deploy_figures(), measure_redis(), args.node_cpu, args.node_gib)
     machine = f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end"
     report = (f"# How big a room: capacity from measured figures ({datetime.date.today()})\n\n"
-              f"Written by `python scripts/capacity.py` ({machine}). Rerun it on the machines the room will use.\n\n"
+              f"Written by `python -m benchmarks.capacity` ({machine}). Rerun it on the machines the room will use.\n\n"
               f"{text}\n\n<details><summary>The load test's figures</summary>\n\n```json\n"
               f"{json.dumps(load, indent=2)[:6000]}\n```\n</details>\n")  # fmt: skip
     print(text)
