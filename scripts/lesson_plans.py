@@ -1,6 +1,6 @@
 """Write the course's printable lesson plans, one page a lesson, into docs/course/ from ui/pages/course/'s lessons.
 
-    python scripts/lesson_plans.py [--out docs/course]
+    python -m scripts.lesson_plans [--out docs/course]
 
 Each plan has the timing, the question as the course asks it on the default setting, what the lab computes there
 (computed now by the package, as the course does at the reveal), what to say at the reveal, a common wrong answer
@@ -12,14 +12,12 @@ up to date.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from attention.lessons import course as questions
+from ui.pages import course
 
-from attention.lessons import course as questions  # noqa: E402
-from ui.pages import course  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def plan(k: int, lesson: course.Lesson) -> str:
@@ -111,7 +109,7 @@ def render() -> dict[str, str]:
     files["50-minutes.md"] = short_route()
     files["README.md"] = f"""# The course's lesson plans
 
-One printable page a lesson, written by `python scripts/lesson_plans.py` from `ui/pages/course/` (do not edit by hand).
+One printable page a lesson, written by `python -m scripts.lesson_plans` from `ui/pages/course/` (do not edit by hand).
 The course itself is the lab's front page: each lesson asks one question on the learner's own sentence before it
 draws the answer. Run it from a clicker in presenter mode (`/?present=true`): PageDown moves question → reveal →
 next lesson.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,17 +11,16 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.mark.thorough  # writes every plan: --all, not the fast tier
 def test_the_lesson_plans_are_up_to_date():
-    spec = importlib.util.spec_from_file_location("lesson_plans", ROOT / "scripts" / "lesson_plans.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    files = module.render()
+    from scripts import lesson_plans
+
+    files = lesson_plans.render()
     on_disk = {p.name: p.read_text() for p in (ROOT / "docs" / "course").glob("*.md")}
     assert set(files) <= set(on_disk)
     # every numbered plan on disk is one the script writes (a lesson renamed or removed leaves none behind); other
     # pages written by hand may sit beside the plans (inventory.md)
     assert {name for name in on_disk if name[:2].isdigit()} == {name for name in files if name[:2].isdigit()}
     stale = [name for name, text in files.items() if on_disk[name] != text]
-    assert not stale, f"rerun python scripts/lesson_plans.py: {stale}"
+    assert not stale, f"rerun python -m scripts.lesson_plans: {stale}"
     for name, text in files.items():
         if name not in ("README.md", "50-minutes.md"):
             for part in ("**The question**", "**Say at the reveal.**", "**A common wrong answer, and why.**"):
