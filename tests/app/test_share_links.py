@@ -267,18 +267,15 @@ def test_the_browsers_report_of_a_dropped_link_is_said_once_checked(report, word
     """assets/link_check.js reports a link Streamlit dropped whole (only the browser still has it); ui.state turns
     the report into the page's warning, and ignores one it cannot read or one for a link that was read."""
 
-    def page(report, root) -> None:
-        import sys
-
+    def page(report) -> None:
         import streamlit as st
 
-        sys.path.insert(0, root)  # the script runs from a file of its own
-        from ui.state import dropped_link, init_state
+        from ui.state import dropped_link, init_state  # AppTest runs the script in this process: ui is on its path
 
         init_state()
         dropped_link(report)
         st.write(repr(st.session_state.get("_url_ignored")))
 
-    at = AppTest.from_function(page, kwargs={"report": report, "root": str(Path(ui.__file__).parents[1])}).run()
+    at = AppTest.from_function(page, kwargs={"report": report}).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.markdown[0].value == repr(words)

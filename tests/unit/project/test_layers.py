@@ -161,3 +161,71 @@ def test_the_checks_see_math_and_imports(tmp_path):
         assert stops_in(module) == [3]
     finally:
         ROOT = saved
+
+
+# Beside the product, never under it: what tests and benchmarks share (harness/), the benchmarks, the tests and the
+# checkout's commands. Dependencies go one way, tests -> benchmarks -> harness -> the product: the product imports none
+# of them, the harness neither tests nor benchmarks, a benchmark no test; each finds the others by their package names,
+# never by an edit to sys.path.
+BESIDE = ("harness", "benchmarks", "tests", "scripts")
+ONE_WAY = {"harness": {"tests", "benchmarks", "scripts"}, "benchmarks": {"tests", "scripts"}}
+
+
+def sys_path_edits(path: Path) -> list[int]:
+    """The lines where `path` changes sys.path (a call such as sys.path.insert, or an assignment to it)."""
+    tree = ast.parse(path.read_text(), str(path))
+
+    def is_sys_path(node: ast.AST) -> bool:
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        return isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys"
+
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_sys_path(node.func.value):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Assign | ast.AugAssign) and any(
+            is_sys_path(t) for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        ):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_the_product_imports_no_harness_benchmark_test_or_script():
+    found = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for top in TOPS
+        for path in modules(top)
+        for name in imports(path)
+        if name.split(".")[0] in BESIDE
+    ]
+    assert not found, found
+
+
+@pytest.mark.parametrize("top", sorted(ONE_WAY))
+def test_the_harness_and_the_benchmarks_import_one_way(top):
+    found = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in modules(top)
+        for name in imports(path)
+        if name.split(".")[0] in ONE_WAY[top]
+    ]
+    assert modules(top) and not found, found
+
+
+def test_no_test_benchmark_or_script_edits_sys_path():
+    """Tests find harness/ through pytest's pythonpath, benchmarks and scripts run as `python -m benchmarks.<name>`
+    from the root: none needs sys.path changed by hand."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}" for top in BESIDE for path in modules(top) for line in sys_path_edits(path)
+    ]
+    assert not found, found
+
+
+def test_a_sys_path_edit_is_seen(tmp_path):
+    module = tmp_path / "bench.py"
+    module.write_text(
+        "import sys\nprint(sys.path)\nsys.path.insert(0, 'x')\nsys.path[:0] = ['y']\nsys.path.append('z')\n"
+        "sys.path += ['w']\nif 'x' in sys.path:\n    pass\n"
+    )
+    assert sys_path_edits(module) == [3, 4, 5, 6]
