@@ -26,7 +26,8 @@ def growth(run: tiny.Run) -> trained.Growth | None:
     return _growth(key, run)
 
 
-@st.cache_resource(max_entries=_KEPT, ttl=3600, show_spinner=False)  # bounded, shared by the sessions: no module state here
+# bounded, shared by the sessions: no module state here
+@st.cache_resource(max_entries=_KEPT, ttl=3600, show_spinner=False)
 def _growth(key: tuple, _run: tiny.Run) -> trained.Growth | None:
     """`trained.growth` of the run `key` names (the run itself is not hashed: its key says which it is)."""
     return trained.growth(_run)
