@@ -121,7 +121,8 @@ def install(venv: Path, test: bool) -> None:
 
 # The fast tier: the unit and app tiers less the thorough group (transformers' own models as oracles, every bad value
 # of every control), in two processes at once, one a tier (a machine has two cores at least). Every tier, the thorough
-# group included, runs without --fast (CI, the README's test command).
+# group included, runs without --fast (CI, the README's test command: pytest --all). A bare `pytest` runs the fast tier
+# in one process (tests/conftest.py).
 FAST_SHARDS = ("tests/unit", "tests/app")
 FAST_MARK = ["-m", "not thorough"]
 
@@ -157,7 +158,8 @@ def test(venv: Path, args: list[str]) -> int:
             print("lab.py: pytest collected no tests", file=sys.stderr)
         return 1 if status or any(codes) else 0
     print("== pytest", flush=True)
-    code = run([*pytest, "--junitxml=artifacts/junit.xml", *(FAST_MARK if fast else []), *args])
+    # --all: every tier (tests/conftest.py), where a bare pytest runs the fast tier alone
+    code = run([*pytest, "--junitxml=artifacts/junit.xml", *(FAST_MARK if fast else ["--all"]), *args])
     if code == 5:
         print("lab.py: pytest collected no tests", file=sys.stderr)
     return 1 if status or code else 0
