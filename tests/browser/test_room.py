@@ -15,6 +15,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -197,6 +198,11 @@ def test_the_projectors_first_screen_holds_code_qr_and_split_and_so_does_the_rev
         shoot(projector, f"room_projector_{'presenter' if present else 'plain'}_{stage}")
         out = [name for name, locator in what.items() if not in_view(projector, locator)]
         assert out == [], f"{stage}: not in the 1024 x 768 window: {out}"
+    # the counts are made when clicked (not at every tick of the projector): the file holds the revealed answer
+    with projector.expect_download(timeout=30_000) as download:
+        projector.get_by_role("button", name="Counts (CSV)").click()
+    rows = Path(download.value.path()).read_text().splitlines()
+    assert rows[0].startswith("question_id,") and any(row.endswith(",1,1,true") for row in rows[1:]), rows
     assert_clean(projector, page_errors)
 
 

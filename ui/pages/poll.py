@@ -10,6 +10,7 @@ plain data (`server.poll.Question`); until the course pushes its own (`push`), t
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -18,16 +19,28 @@ from typing import Any
 
 import streamlit as st
 
+from attention.basics.params import Param
 from attention.lessons import course
 from server import poll as rooms
 from server.poll import PollError, Question, Unavailable
 
-from .. import join, qr
+from .. import join, qr, state
 from ..lessons import out_of_flow
 from ..markup import plain
 from ..state import get, put
 from . import inventory
 from .poll_questions import asked, course_questions, demo_questions, from_course
+
+# A learner's link is ?room=CODE, to which the page adds the browser's anonymous token (voter), so that a reload keeps
+# its one answer; the instructor's key (host) is never written to an address (issue 50: a lesson's link is shared): it
+# is read once from a link that has it, then kept in the session and the instructor's own browser (`_key`).
+SETTINGS = {
+    "room": Param("text", "Room code", "The code on the projector: five letters and digits.", default=""),
+    "voter": Param("text", "Poll token", "This browser's anonymous token: one answer per browser.", default=""),
+    "host": Param("text", "Instructor's key", "Asks, reveals and downloads; read from a link, never written to one.",
+                  default=""),
+}  # fmt: skip
+state.register("poll", SETTINGS, unlinked=("host",))
 
 PAUSED = "The poll is paused: its storage is not answering. It resumes by itself; answers given now are not counted."
 # how often a learner's view looks for the instructor's next question or the reveal (LAB_POLL_REFRESH_S: tests run
@@ -227,7 +240,7 @@ def _open() -> None:
 
 def _key(code: str) -> str:
     """The instructor's key for room `code` that this session holds: from a link that carried one (read, never
-    written back: `ui.state.LINK_SKIP`), from this session, or from the instructor's browser after a reload."""
+    written back: registered unlinked), from this session, or from the instructor's browser after a reload."""
     keys = st.session_state.setdefault(KEYS, {})
     linked = get("host")
     if linked:
@@ -395,8 +408,19 @@ def _projector_split(code: str, key: str) -> None:
     _split(tally, across=1 if values <= 2 else 2 if values <= 8 else 3)
     buttons = st.container(horizontal=True)
     for fmt, mime in (("csv", "text/csv"), ("json", "application/json")):
-        buttons.download_button(f"Counts ({fmt.upper()})", poll.export(code, key, fmt), f"poll-{code}.{fmt}", mime,
-                                key=f"poll:dl:{fmt}", on_click="ignore")  # fmt: skip
+        # made when clicked, not at each of the projector's ticks (two exports a tick read every question's tally)
+        buttons.download_button(f"Counts ({fmt.upper()})", functools.partial(_export, code, key, fmt),
+                                f"poll-{code}.{fmt}", mime, key=f"poll:dl:{fmt}", on_click="ignore")  # fmt: skip
+
+
+def _export(code: str, key: str, fmt: str) -> str:
+    """The room's counts as the instructor clicks for them; a sentence in the file when the room cannot be read."""
+    try:
+        return rooms.shared().export(code, key, fmt)
+    except Unavailable:
+        return PAUSED
+    except PollError as e:
+        return str(e)
 
 
 # --------------------------------------------------------------------------- the course's lesson, in a hosted room
