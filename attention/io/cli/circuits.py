@@ -56,7 +56,11 @@ def attribution_table(out: dict[str, Any], prompt: S.Prompt, shown: int = 15) ->
 
 def composition(model: S.Model) -> dict[str, Any]:
     """The three matrices as lists, null where the reading head is not in a later layer."""
-    c = chat.head_composition(model)
+    return composition_json(chat.head_composition(model))
+
+
+def composition_json(c: C.Composition) -> dict[str, Any]:
+    """Any model's composition as the command line prints it: {"q", "k", "v": [[...]], "heads": [[layer, head]]}."""
 
     def matrix(m: torch.Tensor) -> list[list[float | None]]:
         pairs = zip(m.tolist(), c.later.tolist(), strict=True)
@@ -67,14 +71,18 @@ def composition(model: S.Model) -> dict[str, Any]:
 
 def composition_table(model: S.Model, shown: int = 10) -> str:
     """The strongest pairs of each kind."""
-    c = chat.head_composition(model)
-    lines = [f"{S.NAME}: composition of {len(c.heads)} heads (Elhage et al.), strongest pairs", ""]
+    return strongest_pairs(chat.head_composition(model), S.NAME, shown)
+
+
+def strongest_pairs(c: C.Composition, name: str, shown: int = 10) -> str:
+    """Any model's strongest pairs of each kind (of the pairs whose reader is in a later layer)."""
+    lines = [f"{name}: composition of {len(c.heads)} heads (Elhage et al.), strongest pairs", ""]
+    pairs = c.later.nonzero()  # (P, 2): the pairs (i, j) where the scores are defined, in the order of m[c.later]
     for kind in "qkv":
         m = getattr(c, kind)
-        top = m.flatten().topk(shown)
-        pairs = [divmod(int(i), m.shape[1]) for i in top.indices]
+        top = pairs[m[c.later].argsort(descending=True)[:shown]].tolist()
         names = ", ".join(f"L{c.heads[i][0]}H{c.heads[i][1]}→L{c.heads[j][0]}H{c.heads[j][1]} {float(m[i, j]):.3f}"
-                          for i, j in pairs)  # fmt: skip
+                          for i, j in top)  # fmt: skip
         lines.append(f"  {kind.upper()}: {names}")
     return "\n".join(lines) + "\n"
 

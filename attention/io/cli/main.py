@@ -1,7 +1,7 @@
 """`python -m attention`: the command line's entry point. `--train` runs the tiny model's training
 (`io.cli.tiny`), `--atlas` every head of a real model scored (`io.cli.atlas`), `--model smollm2` the chat
-model (`io.cli.smollm2`), everything else the toy computation
-(`io.cli.toy`, with `--model minilm`); each has flags of its own.
+model (`io.cli.smollm2`), `--model tiny` the tiny model's circuits (`io.cli.tiny_circuits`), everything else the toy
+computation (`io.cli.toy`, with `--model minilm`); each has flags of its own.
 """
 
 from __future__ import annotations
@@ -44,10 +44,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from . import atlas
 
         return atlas.main(argv)
-    if "--model=smollm2" in argv or any(
-        a == "--model" and b == "smollm2" for a, b in zip(argv, argv[1:], strict=False)
-    ):
+    if _model(argv, "smollm2"):
         from . import smollm2 as smollm2_cli  # the chat model: flags of its own (--generate, --temperature)
 
         return smollm2_cli.main(argv)
+    if _model(argv, "tiny"):
+        from . import tiny_circuits  # the tiny model trained live, its circuits: flags of its own
+
+        return tiny_circuits.main(argv)
     return toy.run(argv)
+
+
+def _model(argv: Sequence[str], name: str) -> bool:
+    """Whether argv asks for `--model name` (or `--model=name`)."""
+    return f"--model={name}" in argv or any(a == "--model" and b == name for a, b in zip(argv, argv[1:], strict=False))
