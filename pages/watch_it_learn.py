@@ -7,7 +7,7 @@ import ui
 from attention.models import tiny
 from ui.pages import growth, training
 
-P = ui.state.TRAIN_PREFIX
+P = training.PREFIX
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 
 st.title("Watch it learn")

@@ -1,6 +1,7 @@
 """Rendering helpers shared by every page; pages import `ui` and call what is listed here.
 
-    ui/state.py      the parameters, their values in the session, and the URL that shares them
+    ui/state.py      the parameters' registry, their values in the session, and the URL that shares them
+    ui/settings.py   the settings the toy attention pages share (the Config's, the token followed, step mode, ...)
     ui/widgets.py    one widget per parameter, the sidebar's controls, presenter mode, the mask editor
     ui/results.py    the Config the parameters describe, computed once and shared (bounded caches), and the one way
                      a page stops when the server's memory budget refuses a run
@@ -10,7 +11,8 @@
     ui/lessons.py    the walkthrough of one query with its numbers, and step mode
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
     ui/qr.py         a QR code for a link, made here (the poll's projector shows one)
-    ui/pages/        what one page draws and no other does, a module a page (ui/pages/__init__.py lists them);
+    ui/pages/        what one page draws and no other does, a module a page (ui/pages/__init__.py lists them), with
+                     the page's own settings;
                      `lesson_link`, the course's link that every page shows, is re-exported here
 
 Layers: `attention` (the math; no Streamlit) <- `server` (what the whole process shares: the memory budget, the
@@ -24,7 +26,7 @@ from __future__ import annotations
 from server import warmup
 
 from . import _frame as _frame  # first: see ui/_frame.py
-from . import charts, exports, heatmaps, lessons, markup, results, state, widgets
+from . import charts, exports, heatmaps, lessons, markup, results, settings, state, widgets
 from .charts import band_chart, bars, chart, chart_row, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
@@ -45,11 +47,10 @@ from .results import (
     stop,
     tokens_or_stop,
 )
+from .settings import B_SIDE, STAGES
 from .state import (
-    B_SIDE,
     MAX_CHARS,
     PARAMS,
-    STAGES,
     URL_MAX,
     allowed,
     default,
@@ -88,6 +89,7 @@ __all__ = [
     "lessons",
     "markup",
     "results",
+    "settings",
     "state",
     "widgets",
     "band_chart",

@@ -20,7 +20,8 @@ from server.warmup import lazy
 
 from .heatmaps import heatmap, ignore_event
 from .markup import explain, labels, plain
-from .state import STAGES, get, put
+from .settings import STAGES
+from .state import get, put
 
 pd = lazy("pandas")  # imported at first use, after the first page's heatmaps (server/warmup.py)
 

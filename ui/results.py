@@ -21,7 +21,8 @@ from attention.basics.config import SETTINGS, tokenize
 from attention.lessons import scaling
 from server import budget
 
-from .state import MAX_CHARS, PARAMS, SPLIT_DERIVED, finish, get
+from .settings import SPLIT_DERIVED
+from .state import MAX_CHARS, PARAMS, finish, get
 from .widgets import custom_mask
 
 

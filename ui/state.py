@@ -1,15 +1,16 @@
-"""The dashboard's parameters: what each one is, its value in the session, and the URL that shares it.
+"""The dashboard's parameters: the registry the pages fill, their values in the session, and the URL that shares them.
 
-What belongs here: the list of parameters (`PARAMS`), reading a link once per session, `get`/`put`, a page's
-own defaults, and writing the URL back. Nothing here draws on the page.
+What belongs here: the registry (`register`, `PARAMS`), reading a link once per session, `get`/`put`, a page's
+own defaults, and writing the URL back. Nothing here draws on the page, and nothing here knows a page or a model:
+each page declares its own settings beside its helper and registers them when imported (the toy attention pages'
+in ui/settings.py, the others' in ui/pages/: chat_settings.py, course/__init__.py, poll.py, ...). `import ui`
+imports every declaration (ui/pages/__init__.py), so the registry is whole before a session reads its link.
 
-Every setting of `attention.Config` that is declared with `dashboard=...` (attention/basics/config.py) is a parameter
-under its field name; the parameters of the dashboard's own views (the followed token, the head shown, step
-mode, Compare's side B, ...) are declared below, in `VIEW`, with the same `Param`. Each parameter has one
-canonical value in `st.session_state["p:NAME"]`, seeded from the URL once per session and written back to the
-URL after every run, so values survive page switches (widget state does not) and a copied link opens the same
-view. Links written before the URL used the Config's names (`layout`, `cross`, `cmask`) still open the same
-view: `RENAMED` reads them, and the next run writes the new names.
+A setting is declared once, as an `attention.basics.params.Param` (a Config's field carries its own), and registered
+under its URL key. Each parameter has one canonical value in `st.session_state["p:NAME"]`, seeded from the URL once
+per session and written back to the URL after every run, so values survive page switches (widget state does not)
+and a copied link opens the same view. A key a page renamed (`register(renamed=...)`) is still read from an old
+link, and the next run writes the new name.
 
 Streamlit 1.67's `bind="query-params"` syncs one widget with the URL; it is not used because the dashboard
 needs what it does not do: a parameter is shared by every page, including pages that show no widget for it;
@@ -20,30 +21,20 @@ the longest texts out and says so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import urllib.parse
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from attention import presets
-from attention.basics.config import MAX_TOKENS, SETTINGS
 from attention.basics.params import Param
-from attention.lessons import course
-from attention.lessons.heads import scores as atlas
-from attention.llm import kv_memory
-from attention.models import interpret
-from attention.models.smollm2 import settings as chat
-from attention.models.tiny import settings as training
 
-CHAT_PREFIX = "chat_"  # Inside a chat model's settings in the URL: chat_layer, chat_head, ...
-ATLAS_PREFIX = "atlas_"  # Head atlas's settings in the URL: atlas_model, atlas_x, ...
-TRAIN_PREFIX = "train_"  # Watch it learn's settings in the URL: train_layers, train_seed, ...
 MAX_CHARS = 20_000  # a paste longer than this is refused before tokenizing
-STAGES = ("Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context")  # step mode
 
 
 @dataclass(frozen=True)
@@ -57,101 +48,55 @@ class Control:
     choices: tuple[str, ...] = ()
     label: str = ""
     help: str | None = None
+    long: str = ""  # a text a link may leave out when too long, in words ("the prompt"); see `sync_url`
+    linked: bool = True  # written to a link (False: presenter mode, the instructor's key)
 
 
-def _control(name: str, p: Param) -> Control:
-    """The dashboard's view of a declaration: the narrower range or choices it offers, its starting value."""
-    offered = p.dashboard
+def control(p: Param) -> Control:
+    """The dashboard's view of a declaration: the narrower range or choices it offers (`Param.dashboard`), its
+    starting value."""
+    offered = None if p.dashboard is None or p.dashboard is True else p.dashboard
     if p.kind == "mask":  # a custom mask travels as rows of 0/1 joined by '.'
         return Control("bits", "", label=p.label, help=p.help)
     if p.kind == "choice":
-        choices = p.choices if offered is True else tuple(offered)
-        return Control("choice", p.start, choices=choices, label=p.label, help=p.help)
-    lo, hi = (p.lo, p.hi) if offered is True else (offered if p.kind in ("int", "float") else (None, None))
+        return Control("choice", p.start, choices=p.choices if offered is None else tuple(offered), label=p.label,
+                       help=p.help)  # fmt: skip
+    lo, hi = (p.lo, p.hi) if offered is None else (offered if p.kind in ("int", "float") else (None, None))
     return Control(p.kind, p.start, lo, hi, label=p.label, help=p.help)
 
 
-# The dashboard's own parameters: what a page shows, not what attention computes.
-# Left out (None) while the head layout is split: the dashboard's split layout is nn.MultiheadAttention's, which cuts
-# d_model into heads (the package also takes a given d_k in the split layout; the sidebar does not offer it).
-SPLIT_DERIVED = ("d_k", "d_v")
-B_SIDE = ("d_k", "d_v", "heads", "seed", "mask", "padding", "window", "scale", "temperature")  # Compare A/B
-VIEW: dict[str, Param] = {
-    "token": Param("int", "Token followed", "The query whose row the walkthrough writes out with its numbers.",
-                   default=1, lo=0, hi=MAX_TOKENS - 1),  # Raschka follows x_2
-    "head": Param("int", "Head shown", "Which head's matrices are drawn.", default=0, lo=0, hi=15),
-    "step": Param("int", "Stage", "The stage step mode shows.", default=0, lo=0, hi=len(STAGES) - 1),
-    "stepmode": Param("bool", "Step-by-step mode", "One stage at a time, with a sentence to say for each.",
-                      default=False),
-    "present": Param("bool", "Presenter mode", "For a projector: hides the controls and enlarges the type. In the "
-                     "link as present=true.", default=False),
-    "preset": Param("choice", "Tutorial preset", "The tutorial whose setting and printed numbers are shown.",
-                    default=next(iter(presets.PRESETS)), choices=tuple(presets.PRESETS)),
-    "headview": Param("choice", "Per-head heatmaps show", "The softmax weights or the raw scores of every head.",
-                      default="weights", choices=("weights", "omega")),
-    "cview": Param("choice", "Matrix compared", "Which matrix Compare A/B draws side by side.", default="weights",
-                   choices=("weights", "omega", "context")),
-    "temp": Param("float", "Temperature τ: weights = softmax(omega / τ)", "Divide the scores by τ before the "
-                  "softmax: the curves show what √d_k does as a temperature.", default=1.0, lo=0.1, hi=20.0),
-    "decode_step": Param("int", "Decoding step t (token t + 1 arrives)", "Step t appends token t's key and value "
-                         "to the cache and computes its one row of weights; the cache then holds t + 1 tokens.",
-                         default=0, lo=0, hi=MAX_TOKENS - 1),
-    "block_size": Param("int", "Block size", "How many keys FlashAttention reads at a time: one tile of scores is "
-                        "all it ever stores.", default=2, lo=1, hi=MAX_TOKENS),
-    "tile": Param("int", "Key block", "Which key block the tiled softmax has reached.", default=0, lo=0,
-                  hi=MAX_TOKENS - 1),
-    "layer": Param("int", "Layer", "Which of the model's 6 layers.", default=3, lo=0, hi=5),
-    "toy": Param("bool", "Random weights (the toy)", "Swap the selected head's trained weights for random ones of "
-                 "the same shape and scale, to see what training changed.", default=False),
-    "nseeds": Param("int", "Seeds in the band", "How many seeds each band of the sweep is drawn over.", default=32,
-                    lo=2, hi=64),
-    **kv_memory.SETTINGS,  # the KV cache page's, declared with the models it sizes
-    **interpret.SETTINGS,  # the head gallery's, declared with the behaviours it scores
-    # The class poll (pages/poll.py, pages/poll_room.py; server/poll): a learner's link is ?room=CODE, to which the
-    # page adds the browser's anonymous token (voter), so that a reload keeps its one answer; the
-    # instructor's key (host) is never written to an address (issue 50: a lesson's link is shared): it is read once
-    # from a link that has it, then kept in the session and the instructor's own browser (ui/pages/poll.py).
-    "room": Param("text", "Room code", "The code on the projector: five letters and digits.", default=""),
-    "voter": Param("text", "Poll token", "This browser's anonymous token: one answer per browser.", default=""),
-    "host": Param("text", "Instructor's key", "Asks, reveals and downloads; read from a link, never written to one.",
-                  default=""),
-    "lesson": Param("choice", "Lesson", "The course's lesson shown (map: the course's map).", default="map",
-                    choices=("map", *course.QUESTIONS)),
-    "progress": Param("text", "Progress", "The course's lessons done and how each prediction went, as "
-                      "lesson:right, lesson:wrong or lesson:seen joined by commas.", default=""),
-    "route": Param("choice", "Route", "The course's lessons taken in order: all, or the short route for a "
-                   "50-minute class.", default="all", choices=("all", "short")),
-    "answer": Param("text", "Answer", "Where the course's lesson stands: empty at its question, '-' at a reveal "
-                    "without a prediction, else the prediction committed (a reload or Back reopens that stage).",
-                    default=""),
-    # The attention inventory (pages/inventory.py): the seed that draws a learner's twins, and their two sheets
-    "check_seed": Param("int", "Inventory seed", "Which twins of the inventory's items this learner is asked (0: "
-                        "none chosen yet).", default=0, lo=0, hi=9999),
-    "check_pre": Param("text", "First try", "The inventory's first answers: two characters an item.", default=""),
-    "check_post": Param("text", "Second try", "The inventory's second answers: two characters an item.",
-                        default=""),
-    "shuffle": Param("int", "Shuffle", "Which shuffle of the sentence (how many times \"Shuffle again\" was "
-                     "pressed).", default=0, lo=0, hi=9999),
-}  # fmt: skip
+# The registry: every page's parameters under their URL keys, in the order they were registered (a link writes its
+# keys in this order), which page declared each, and the old URL keys still read.
+PARAMS: dict[str, Control] = {}
+OWNERS: dict[str, str] = {}
+RENAMED: dict[str, str] = {}
 
-PARAMS: dict[str, Control] = {name: _control(name, p) for name, p in SETTINGS.items() if p.dashboard is not None}
-PARAMS.update({name: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help) for name, p in VIEW.items()})
-# Compare's side B: A's parameters under a b_ prefix, one seed apart so the page opens on a difference
-PARAMS.update({"b_" + n: PARAMS[n] for n in B_SIDE})
-PARAMS["b_seed"] = Control("int", 124, 0, 9999, label=PARAMS["seed"].label, help=PARAMS["seed"].help)
-# Watch it learn: the tiny model's training settings (attention/models/tiny/settings.py) under a train_ prefix (its
-# heads, seed and d_model are not the attention Config's)
-PARAMS.update({TRAIN_PREFIX + n: _control(n, p) for n, p in training.SETTINGS.items()})
-# Inside a chat model: SmolLM2's page settings (attention/models/smollm2/settings.py) under a chat_ prefix (its layer
-# and head count 30 and 9, not the MiniLM page's 6 and 12)
-PARAMS.update({CHAT_PREFIX + n: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help)
-               for n, p in chat.SETTINGS.items()})  # fmt: skip
-# Head atlas: its settings (attention/lessons/heads/scores.py) under an atlas_ prefix
-PARAMS.update({ATLAS_PREFIX + n: Control(p.kind, p.default, p.lo, p.hi, p.choices, p.label, p.help)
-               for n, p in atlas.SETTINGS.items()})  # fmt: skip
 
-# URL keys of links written before the URL used the Config's field names: read, then written under the new name
-RENAMED = {"layout": "head_layout", "cross": "cross_sentence", "cmask": "custom_mask"}
+def register(
+    page: str,
+    settings: Mapping[str, Param | Control],
+    *,
+    prefix: str = "",
+    renamed: Mapping[str, str] | None = None,
+    long: Mapping[str, str] | None = None,
+    unlinked: Collection[str] = (),
+) -> dict[str, Control]:
+    """Add a page's settings to the registry under prefix + name (the chat page's under chat_), once per key: a key
+    another page declared is a ValueError (two pages would read one link's value). renamed: old URL keys still read
+    for new ones; long: words for texts a link may leave out when too long; unlinked: never written to a link.
+    Registering the same page again (a module reloaded) replaces its settings."""
+    added = {}
+    for name, declared in settings.items():
+        key = prefix + name
+        if OWNERS.get(key, page) != page:
+            raise ValueError(f"URL key {key!r} of {page} is {OWNERS[key]}'s already")
+        c = declared if isinstance(declared, Control) else control(declared)
+        words = (long or {}).get(name, c.long)
+        added[key] = dataclasses.replace(c, long=words, linked=c.linked and name not in unlinked)
+    PARAMS.update(added)
+    OWNERS.update(dict.fromkeys(added, page))
+    RENAMED.update(renamed or {})
+    return added
 
 
 def _parse(name: str, raw: str) -> Any:
@@ -354,14 +299,6 @@ def _linkable(name: str, raw: str) -> bool:
 # ~128 KB can come at once and pass, which hides the limit). 8,000 leaves half of the 16 KiB to the path,
 # the browser's headers and cookies, and fits the 8 KiB request line of common proxies (nginx, Apache).
 URL_MAX = 8_000
-# Parameters that can be long, left out of a link (the longest first) until it fits, and their words.
-LONG_PARAMS = {"sentence": "the sentence", "cross_sentence": "the key/value sentence", "custom_mask": "the custom mask",
-               "chat_prompt": "the prompt", "atlas_text": "the atlas's text"}  # fmt: skip
-
-
-# Never in a link: presenter mode is the presenter's screen, not the view (a student who opens the presenter's link
-# gets the ordinary page); `?present=true` still opens it.
-LINK_SKIP = frozenset({"present", "host"})  # host: the instructor's key (see "host" above)
 
 
 def _page_reads(final: bool) -> set[str]:
@@ -387,11 +324,11 @@ def sync_url(*, final: bool = True) -> None:
     """
     page = _page_reads(final)
     value = {n: st.session_state.get("p:" + n, PARAMS[n].default) for n in page if n in PARAMS}  # not get(): unread
-    wanted = {n: _format(v) for n, v in value.items() if n not in LINK_SKIP and v != default(n)}
+    wanted = {n: _format(v) for n, v in value.items() if PARAMS[n].linked and v != default(n)}
     wanted = dict(sorted(wanted.items(), key=lambda item: list(PARAMS).index(item[0])))  # in the declarations' order
     wanted = {n: v for n, v in wanted.items() if _linkable(n, v)}
     left_out = []
-    longest_first = sorted((n for n in LONG_PARAMS if n in wanted), key=lambda n: -len(urllib.parse.quote(wanted[n])))
+    longest_first = sorted((n for n in wanted if PARAMS[n].long), key=lambda n: -len(urllib.parse.quote(wanted[n])))
     for name in longest_first:
         if len(urllib.parse.urlencode(wanted)) <= URL_MAX:  # encoded as st.query_params writes it
             break
@@ -438,7 +375,7 @@ def finish() -> None:
     """Call last on every page: writes the state back into the URL, and says what a link could not hold."""
     sync_url()
     left = st.session_state.get("_url_left_out", [])
-    left_out = [words for name, words in LONG_PARAMS.items() if name in left]
+    left_out = [c.long for name, c in PARAMS.items() if name in left]  # in the declarations' order
     if left_out:
         what = " and ".join(left_out) + (" are" if len(left_out) > 1 else " is")
         st.caption(f":material/link_off: This view is too big to share as a link: {what} not in the address.")

@@ -3,7 +3,7 @@
 What belongs here: widgets that read and write a parameter of `ui.state` (sliders, selects, toggles, text
 areas), the sidebar's `controls`, presenter mode, the custom-mask editor and the buttons that set several
 parameters at once. A widget takes its label, help and range from the parameter's declaration
-(attention/basics/config.py for the Config's settings, `ui.state.VIEW` for the dashboard's own).
+(attention/basics/config.py for the Config's settings, `ui.settings.VIEW` and ui/pages/ for the dashboard's own).
 
 Every widget is keyed "w:NAME" and copies its value into the parameter in its on_change callback, so the value
 survives pages that do not show the widget. Callbacks live here, not in pages: a function defined in a page
@@ -25,11 +25,10 @@ from server.warmup import lazy
 
 from .lessons import out_of_flow
 from .markup import labels, plain
+from .settings import B_SIDE, SPLIT_DERIVED
 from .state import (
-    B_SIDE,
     MAX_CHARS,
     PARAMS,
-    SPLIT_DERIVED,
     dropped_link,
     ensure_frame,
     get,
@@ -303,8 +302,8 @@ def presenter_toggle() -> bool:
     hidden then, beside a "Sentence" button where the class's own sentence is typed (and every other text the page
     takes: the cross-attention page's key/value sentence). Returns whether it is on.
 
-    The link keeps present=true out (`ui.state.LINK_SKIP`): a student who opens the presenter's link gets the
-    ordinary page, navigation and controls; `?present=true` still opens presenter mode.
+    The link keeps present=true out (registered unlinked: ui/settings.py): a student who opens the presenter's link
+    gets the ordinary page, navigation and controls; `?present=true` still opens presenter mode.
     """
     on = bool(get("present"))
     help_text = (

@@ -134,8 +134,8 @@ def open_with(page: str, link: dict) -> AppTest:
     return at
 
 
-CHAT = [n for n in ui.PARAMS if n.startswith(ui.state.CHAT_PREFIX)] + ["token", "present"]
-TRAIN = [n for n in ui.PARAMS if n.startswith(ui.state.TRAIN_PREFIX)] + ["present"]
+CHAT = [n for n in ui.PARAMS if n.startswith(ui.pages.chat_settings.PREFIX)] + ["token", "present"]
+TRAIN = [n for n in ui.PARAMS if n.startswith(ui.pages.training_settings.PREFIX)] + ["present"]
 
 
 # Tokens generated: the one value kept small (each token is a step of the real model, seconds on a loaded machine);

@@ -31,10 +31,10 @@ from server.warmup import lazy
 from ..charts import chart
 from ..results import check_length, or_stop, stop
 from ..state import get, put
+from .chat_settings import PREFIX
 
 pd = lazy("pandas")
 alt = lazy("altair")
-PREFIX = "chat_"  # the page's parameters in the URL: chat_layer, chat_head, ... (ui.state reads smollm2.SETTINGS)
 # A kept run is about 12 MB at 64 tokens (`smollm2.slim`): a few prompts. A generation of 64 tokens after 64 holds
 # about 13 MB (its cache of 128 tokens, 5.9 MB, and every step's row of attention): a few prompts and settings.
 # What a visitor is stepping through (their prompt's run and their generation) is held for them (server/shared.py):

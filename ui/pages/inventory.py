@@ -17,11 +17,23 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from attention.basics.params import Param
 from attention.lessons import inventory as inv
 from server.poll import Question, Room
 
+from .. import state
 from ..markup import plain
 from ..state import get, put
+
+# The seed that draws a learner's twins, and their two sheets
+SETTINGS = {
+    "check_seed": Param("int", "Inventory seed", "Which twins of the inventory's items this learner is asked (0: "
+                        "none chosen yet).", default=0, lo=0, hi=9999),
+    "check_pre": Param("text", "First try", "The inventory's first answers: two characters an item.", default=""),
+    "check_post": Param("text", "Second try", "The inventory's second answers: two characters an item.",
+                        default=""),
+}  # fmt: skip
+state.register("inventory", SETTINGS)
 
 BLANK = "-"
 ITEM_IDS = tuple(item.id for item in inv.ITEMS)

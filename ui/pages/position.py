@@ -10,11 +10,20 @@ from typing import Any
 
 import streamlit as st
 
-from ..state import PARAMS, get, put
+from attention.basics.params import Param
+
+from .. import state
+from ..state import get, put
+
+SETTINGS = {
+    "shuffle": Param("int", "Shuffle", "Which shuffle of the sentence (how many times \"Shuffle again\" was "
+                     "pressed).", default=0, lo=0, hi=9999),
+}  # fmt: skip
+state.register("position", SETTINGS)
 
 
 def _shuffle_again() -> None:
-    put("shuffle", (int(get("shuffle")) + 1) % (int(PARAMS["shuffle"].hi) + 1))
+    put("shuffle", (int(get("shuffle")) + 1) % (int(SETTINGS["shuffle"].hi) + 1))
 
 
 def shuffles() -> int:

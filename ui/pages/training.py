@@ -26,6 +26,7 @@ from server.training import (
 
 from .. import charts, lessons, state
 from ..charts import PALETTE
+from .training_settings import PREFIX
 
 # charts of a run -------------------------------------------------------------------------------------------
 
@@ -253,7 +254,7 @@ FIRST_WAIT_S = 1.0  # Play waits at most this long for a new run's first chunk: 
 
 def settings_values() -> dict[str, Any]:
     """The settings the page's widgets hold (the link's, or the defaults)."""
-    return {n: state.get(state.TRAIN_PREFIX + n) for n in tiny.SETTINGS}
+    return {n: state.get(PREFIX + n) for n in tiny.SETTINGS}
 
 
 def follow(settings: tiny.Settings) -> None:

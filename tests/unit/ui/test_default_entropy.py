@@ -26,7 +26,8 @@ import torch
 from attention import Config, compute
 from attention.basics.config import SETTINGS
 from ui.results import PAGE_ONLY
-from ui.state import B_SIDE, PARAMS
+from ui.settings import B_SIDE
+from ui.state import PARAMS
 
 PAGES = Path(__file__).resolve().parents[3] / "pages"
 LOW, HIGH = 0.5, 0.95  # mean row entropy / its maximum: above one-hot, below flat (see the docstring)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from attention import Config
 from attention.basics.config import SETTINGS
 from attention.basics.params import Param, flag
 from attention.io.cli import toy
+from attention.models import smollm2, tiny
 
 
 def test_every_config_field_is_declared_with_a_label_and_a_help_sentence() -> None:
@@ -123,3 +125,46 @@ def test_given_biases_are_used_and_checked() -> None:
         config.replace(bias=False)
     with pytest.raises(ValueError, match="init is not 'given'"):
         Config(b_query=[1.0])
+
+
+# --------------------------------------------------------------------------- the registry the pages fill
+
+
+def test_every_page_registers_its_own_settings_and_state_names_none() -> None:
+    """ui/state.py holds no page's settings: each page registers its own (ui/settings.py for the toy pages, ui/pages/
+    for the others), every parameter has one owner, and `import ui` has filled the registry."""
+    from ui import state
+
+    assert set(state.OWNERS) == set(ui.PARAMS)
+    owners = set(state.OWNERS.values())
+    assert {"attention", "view", "compare", "llm", "model", "chat", "atlas", "training", "poll", "course",
+            "inventory", "position"} <= owners  # fmt: skip
+    assert {n for n, o in state.OWNERS.items() if o == "chat"} == {"chat_" + n for n in smollm2.SETTINGS}
+    assert {n for n, o in state.OWNERS.items() if o == "training"} == {"train_" + n for n in tiny.SETTINGS}
+    assert state.OWNERS["lesson"] == "course" and state.OWNERS["check_pre"] == "inventory"
+    assert state.OWNERS["room"] == "poll" and state.OWNERS["shuffle"] == "position"
+    assert not ui.PARAMS["present"].linked and not ui.PARAMS["host"].linked and ui.PARAMS["room"].linked
+    long = {n: c.long for n, c in ui.PARAMS.items() if c.long}
+    assert long == {
+        "sentence": "the sentence",
+        "cross_sentence": "the key/value sentence",
+        "custom_mask": "the custom mask",
+        "chat_prompt": "the prompt",
+        "atlas_text": "the atlas's text",
+    }
+    assert "Param(" not in Path(state.__file__).read_text()  # it declares nothing itself
+
+
+def test_a_url_key_is_declared_by_one_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import state
+
+    monkeypatch.setattr(state, "PARAMS", dict(state.PARAMS))
+    monkeypatch.setattr(state, "OWNERS", dict(state.OWNERS))
+    taken = Param("int", "Layer", "Another page's layer.", default=0, lo=0, hi=3)
+    with pytest.raises(ValueError, match="URL key 'chat_layer' of lesson_x is chat's already"):
+        state.register("lesson_x", {"layer": taken}, prefix="chat_")
+    added = state.register("lesson_x", {"depth": taken}, prefix="x_", long={"depth": "the depth"})
+    assert added["x_depth"] == state.Control("int", 0, 0, 3, label="Layer", help="Another page's layer.",
+                                             long="the depth")  # fmt: skip
+    state.register("lesson_x", {"depth": taken}, prefix="x_")  # the same page again (a reload): replaced
+    assert state.PARAMS["x_depth"].long == "" and state.OWNERS["x_depth"] == "lesson_x"
