@@ -1,7 +1,7 @@
 """Chat generation beside a crowd, under a real 690 MiB memory limit (issue 50, items 2 and 3).
 
     python -m benchmarks.chat_crowd [--generators 3] [--heavy 6] [--tokens 64] [--limit-mib 690] [--port 8671]
-                                    [--minutes 12] [--alone-clicks 4] [--json FILE]
+                                    [--minutes 12] [--alone-clicks 4] [--stream] [--json FILE]
 
 The server is `streamlit run dashboard.py` in a cgroup v1 memory group of --limit-mib MiB from its first byte
 (benchmarks/soak.py's `Cgroup`: the kernel kills it if it passes, as Community Cloud does; without root or cgroup
@@ -11,7 +11,9 @@ v1 it says so and runs without a limit). First one chat visitor alone presses **
 - --heavy visitors, each opening the dashboard's heaviest links one after another (soak.py's `HEAVIEST`: 512
   tokens, 16 heads, d = 256, each page's own worst) for as long as the generators run;
 - --generators chat visitors, each in one session with a prompt of its own of about 64 tokens, pressing
-  **Generate one token** until the page shows step --tokens (or --minutes pass).
+  **Generate one token** until the page shows step --tokens (or --minutes pass); with --stream, the page's
+  **Generate 16 tokens** instead (the tokens streamed one model step at a time, each a turn in the queue, then
+  one rerun: a click is that whole run).
 
 It reports, per generating visitor, the tokens reached and each click's time (median, p95, longest), the ratio
 of the crowd's median click to the reference's (both measured in this run), the longest a generating visitor went
@@ -42,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 STEP = re.compile(r"^Step (\d+):")
 GENERATE = "Generate one token"
+STREAM = re.compile(r"^Generate \d+ tokens$")  # the page's streamed generation, its number box's default count
 HEAVY_PAGES = ("self_attention", "masks", "multi_head", "position", "compare", "cross_attention")
 
 
@@ -62,9 +65,11 @@ class Generator(threading.Thread):
     """One chat visitor in one session: open the chat page on a prompt of its own, press Generate one token until
     step `tokens` or `deadline`; (seconds, step shown) of each click."""
 
-    def __init__(self, port: int, visitor: int, tokens: int, deadline: float, clicks: int | None = None) -> None:
+    def __init__(self, port: int, visitor: int, tokens: int, deadline: float, clicks: int | None = None,
+                 stream: bool = False) -> None:  # fmt: skip
         super().__init__(daemon=True)
         self.port, self.visitor, self.tokens, self.deadline, self.clicks = port, visitor, tokens, deadline, clicks
+        self.stream = stream
         self.load_s = 0.0
         self.steps: list[tuple[float, float, int]] = []  # (when, seconds, step shown)
         self.failures: list[str] = []
@@ -82,10 +87,12 @@ class Generator(threading.Thread):
             while reached < self.tokens and time.monotonic() < self.deadline:
                 if self.clicks is not None and len(self.steps) >= self.clicks:
                     break
-                if GENERATE not in shown["buttons"]:
-                    self.failures.append(f"visitor {self.visitor}: no {GENERATE} button: {shown['text'][:2]}")
+                label = next((b for b in shown["buttons"] if STREAM.match(b)), None) if self.stream else GENERATE
+                if label not in shown["buttons"]:
+                    self.failures.append(f"visitor {self.visitor}: no {label or STREAM.pattern} button: "
+                                         f"{shown['text'][:2]}")  # fmt: skip
                     break
-                click = WidgetState(id=shown["buttons"][GENERATE], trigger_value=True)
+                click = WidgetState(id=shown["buttons"][label], trigger_value=True)
                 seconds, shown = client.rerun(states=[click])
                 now = step_shown(shown)
                 self.steps.append((time.monotonic(), seconds, now))
@@ -148,10 +155,13 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     server = soak.start_server(args.port, log, 120, group)
     sampler = soak.Sampler(server)
     sampler.start()
-    result: dict[str, Any] = {"cgroup": why_not or f"cgroup v1, {args.limit_mib} MiB", "load_start": os.getloadavg()}
+    result: dict[str, Any] = {"cgroup": why_not or f"cgroup v1, {args.limit_mib} MiB", "load_start": os.getloadavg(),
+                              "click": "Generate 16 tokens" if args.stream else GENERATE}  # fmt: skip
     heavy: list[Heavy] = []
     try:
-        alone = Generator(args.port, 0, args.tokens, time.monotonic() + 600, clicks=args.alone_clicks)
+        alone = Generator(
+            args.port, 0, args.tokens, time.monotonic() + 600, clicks=args.alone_clicks, stream=args.stream
+        )
         alone.run()  # the reference: one visitor alone (the model read once, as the crowd then finds it)
         sampler.phase = "crowd"
         start = time.monotonic()
@@ -160,7 +170,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         for h in heavy:
             h.start()
         time.sleep(args.head_start)  # the heavy runs first: the generators find the budget taken
-        gens = [Generator(args.port, v, args.tokens, deadline) for v in range(1, args.generators + 1)]
+        gens = [Generator(args.port, v, args.tokens, deadline, stream=args.stream)
+                for v in range(1, args.generators + 1)]  # fmt: skip
         for g in gens:
             g.start()
         for g in gens:  # a click in flight at the deadline is waited for a minute at most
@@ -227,6 +238,7 @@ def main() -> None:
     cli.add_argument("--port", type=int, default=8671)
     cli.add_argument("--minutes", type=float, default=12.0, help="the generators stop after this long")
     cli.add_argument("--alone-clicks", type=int, default=4)
+    cli.add_argument("--stream", action="store_true", help="press Generate 16 tokens, not Generate one token")
     cli.add_argument("--head-start", type=float, default=10.0, help="seconds the heavy visitors start first")
     cli.add_argument("--gap-s", type=float, default=60.0, help="the longest a generator may go without a token")
     cli.add_argument("--small-wait-s", type=float, default=10.0)

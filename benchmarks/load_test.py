@@ -411,6 +411,8 @@ class WsClient:
                 elif what == "code":
                     shown["text"].append(el.code.code_text)
             elif kind == "script_finished":
+                if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                    continue  # the script asked for a rerun (st.rerun): what the person waits for is that one too
                 return time.perf_counter() - t0, shown
 
     def request_file(self, file_id: str) -> str:
