@@ -186,18 +186,19 @@ def admit(nbytes: int, *, give_up: Callable[[], bool] | None = None, budget: Adm
     raise Refused(refusal_words(shortage, wait_s, advice))
 
 
-def compute(config: Config, cached: Callable[[Config, str], Result]) -> Result:
+def compute(config: Config, cached: Callable[[Config, str], Result], size: sizes.Size | None = None) -> Result:
     """A large Result, admitted against the server's budget before it is computed.
 
     cached(config, key) computes it (through a cache whose evictor lets go of it when the budget is short). A Result
-    another run still holds is shared, not computed again. Raises Refused.
+    another run still holds is shared, not computed again. size: the config's `attention.basics.budget.size`, when
+    the caller has it already (sized once: admitted for its peak, held for what the Result keeps). Raises Refused.
     """
     key = repr(config)
     live = _LIVE.get(key)
     if live is not None:
         return live
-    need = sizes.compute_bytes(config)
-    ticket = admit(need, give_up=lambda: key in _LIVE)
+    size = size or sizes.size(config)
+    ticket = admit(size.peak, give_up=lambda: key in _LIVE)
     if ticket is None:
         return _LIVE[key]  # made by another session while this one waited
     try:
@@ -210,8 +211,8 @@ def compute(config: Config, cached: Callable[[Config, str], Result]) -> Result:
             SERVER.finish(ticket)
         else:
             # the temporaries are gone once compute returned: hold the Result's own bytes from now on
-            SERVER.finish(ticket, keep=sizes.result_bytes(config))
-            SERVER.hold(result, sizes.result_bytes(config))
+            SERVER.finish(ticket, keep=size.held)
+            SERVER.hold(result, size.held)
             _LIVE[key] = result
     return result
 

@@ -16,7 +16,7 @@ import streamlit as st
 from attention import Config, Result
 from attention import compute as _compute_uncached
 from attention.basics import budget as sizes
-from attention.basics.budget import result_bytes
+from attention.basics.budget import result_bytes as result_bytes  # re-exported: ui.result_bytes
 from attention.basics.config import SETTINGS, tokenize
 from attention.lessons import scaling
 from server import budget
@@ -92,9 +92,10 @@ def compute(config: Config) -> Result:
     """compute(), cached on the config: at most 64 small results for an hour and 1 large one for ten minutes; a
     large one is admitted against the server's budget first (`budget.Refused`, a ValueError, when it cannot be).
     """
-    if result_bytes(config) <= SMALL_RESULT_BYTES:
+    size = sizes.size(config)  # once: the budget admits its peak and holds what the Result keeps
+    if size.held <= SMALL_RESULT_BYTES:
         return _cached(config, repr(config))
-    return budget.compute(config, _cached_large)
+    return budget.compute(config, _cached_large, size)
 
 
 def tokens_or_stop(name: str = "sentence") -> tuple[str, ...]:

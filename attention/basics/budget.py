@@ -19,7 +19,7 @@ let go of before the next one is computed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -70,15 +70,33 @@ def result_bytes(config: Config) -> int:
     return FLOAT * numbers + masks + 8 * (t_q + t_k) + OVERHEAD
 
 
-def compute_bytes(config: Config) -> int:
-    """The most `compute` holds at once: the Result, and its largest temporary (dropout's uniform draws and keep
-    mask, a softmax redone for rows with every key blocked, or RoPE's turned copies of the queries and keys)."""
+def _temporary_bytes(config: Config) -> int:
+    """The largest temporary `compute` makes on the way (dropout's uniform draws and keep mask, a softmax redone
+    for rows with every key blocked, or RoPE's turned copies of the queries and keys)."""
     t_q, t_k = len(config.tokens), len(config.key_tokens)
     d_k, _ = config.head_dims
     cells = config.heads * t_q * t_k
     scores = FLOAT * cells + (cells if config.dropout > 0 else 0)  # one matrix (+ dropout's bool keep mask)
     rope = 3 * FLOAT * config.heads * max(t_q, t_k) * d_k if config.position == "rope" else 0
-    return result_bytes(config) + max(scores, rope)
+    return max(scores, rope)
+
+
+def compute_bytes(config: Config) -> int:
+    """The most `compute` holds at once: the Result, and its largest temporary."""
+    return size(config).peak
+
+
+class Size(NamedTuple):
+    """A run's memory, known from its Config: what its Result holds, and the most computing it holds at once."""
+
+    held: int  # `result_bytes`
+    peak: int  # `compute_bytes`: held plus the largest temporary
+
+
+def size(config: Config) -> Size:
+    """The run's `Size`, sized once: a caller that needs both numbers passes this along instead of sizing again."""
+    held = result_bytes(config)
+    return Size(held, held + _temporary_bytes(config))
 
 
 def keep(value: Any) -> Any:

@@ -232,6 +232,20 @@ def test_a_large_result_holds_its_bytes_while_anything_holds_it(server: Admissio
     assert server.used == 0
 
 
+def test_a_run_is_sized_once_on_the_way_to_its_result(server: Admission, monkeypatch) -> None:
+    """ui.compute sizes the config once (`budget.size`): the budget admits its peak and holds its Result's bytes by
+    that one size, which it is handed, rather than sizing the config again."""
+    config = Config(sentence=WORDS, heads=4, seed=12)
+    sized, result_bytes = [], budget.result_bytes
+    monkeypatch.setattr(budget, "result_bytes", lambda c: sized.append(c) or result_bytes(c))
+    result = ui.compute(config)
+    assert sized == [config]
+    size = budget.size(config)
+    assert size.held > ui.results.SMALL_RESULT_BYTES and size.peak > size.held
+    assert (server.used, server.peak) == (size.held, size.peak)
+    del result
+
+
 def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: Admission, monkeypatch) -> None:
     monkeypatch.setattr(server_budget, "WAIT_S", 0.3)
     assert server.try_acquire(server.capacity - 10**6)  # another visitor's run holds all but 1 MB
