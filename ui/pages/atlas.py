@@ -1,10 +1,10 @@
 """The Head atlas page's helpers: every head's scores made once per server, the scatter, the table, the links.
 
 What belongs here: running `attention.lessons.heads.model_atlases` for a model and an input, shared by every
-session (the corpus's and the probe's once per server, a learner's text while it is asked for) in a
-`server.shared.Shared` cache, each model pass admitted against the server's memory budget; the atlas as a table;
-the scatter of every head (a click opens that head on its model's page). The numbers come from
-`attention.lessons.heads`.
+session (the corpus's and the probe's read from the package's shipped atlases, a learner's text computed and kept
+while it is asked for) in a `server.shared.Shared` cache, each model pass admitted against the server's memory
+budget; the atlas as a table; the scatter of every head (a click opens that head on its model's page). The numbers
+come from `attention.lessons.heads`.
 """
 
 from __future__ import annotations
@@ -82,28 +82,6 @@ def atlases_or_stop(model: str, source: str, text: str | None = None) -> tuple[H
         stop(f"The model cannot read this text: {exc}.")
 
 
-def _circuit_scores(source: str, text: str | None) -> dict[str, Any]:
-    """SmolLM2's copying scores (from the weights, once per process) and each head's direct logit attribution to
-    the token that comes next, averaged over every position of every text of the input: {name: (L, h)}."""
-    import torch
-
-    from attention.models import smollm2 as S
-    from attention.models.circuits import chat as circuits
-
-    model = S.load()
-    total, count = torch.zeros(model.n_layers, model.heads), 0
-    for t in H.inputs("smollm2", source, text):
-        if len(t.ids) < 2:
-            continue
-        make = lambda ids=t.ids: circuits.next_token_attribution(model, ids)  # noqa: E731
-        values = _admitted(S.run_bytes(model, len(t.ids)), make)  # (L, h, T-1)
-        total, count = total + values.sum(-1), count + values.shape[-1]
-    out = {"copying": circuits.copying_scores(model)}
-    if count:
-        out["logit_attribution"] = total / count
-    return out
-
-
 def circuit_names(model: str) -> list[str]:
     """The circuit scores a model's atlas offers as axes: SmolLM2's `H.CIRCUIT_SCORES`, none for MiniLM."""
     return list(H.CIRCUIT_SCORES) if model == "smollm2" else []
@@ -112,13 +90,15 @@ def circuit_names(model: str) -> list[str]:
 def circuit_scores(model: str, source: str, text: str | None = None) -> dict[str, Any]:
     """The circuit scores of `H.CIRCUIT_SCORES` for SmolLM2 on an input (shared by every session), {} for MiniLM
     (an encoder without an unembedding to attribute to); a busy server or a missing model: {} and a word. Made only
-    when a circuit score is on an axis: over the corpus it is one more forward a text."""
+    when a circuit score is on an axis: the corpus's and the probe's are shipped; a learner's text is one more
+    forward."""
     if model != "smollm2":
         return {}
     try:
         with st.spinner("What every head writes: its copying score and its direct logit attribution…"):
             key = (source, text if source == "text" else None)
-            return CIRCUITS.get(key, lambda: _circuit_scores(source, text), "Another visitor's scores: sharing them")
+            make = lambda: H.circuit_scores(source, text, admit=_admitted)  # noqa: E731  (shipped: corpus, probe)
+            return CIRCUITS.get(key, make, "Another visitor's scores: sharing them")
     except (budget.Refused, ModelFileError, ValueError) as exc:
         st.warning(f"The circuit scores cannot be made now: {exc}.")
         return {}

@@ -4,9 +4,24 @@ scores.py   the scores' definitions (previous_token, first_token, duplicate_toke
             MiniLM's special and punctuation) on a head's weights, pooled over texts as sums and counts
 summary.py  an atlas: its table, the strongest heads and what it says, in sentences computed from the scores
 runs.py     the models run on the shipped corpus (atlas_corpus.json), the repeated-token probe or a learner's text
+shipped.py  the corpus's and the probe's atlases of both models, computed once and shipped (shipped_atlases.pt),
+            keyed by the models' SHA-256: read instead of computed (`python -m attention.lessons.heads` remakes them)
 """
 
-from .runs import MiniLM, Runner, SmolLM2, Text, corpus, inputs, model_atlas, model_atlases, repeated_tokens, runner
+from .runs import (
+    MiniLM,
+    Runner,
+    SmolLM2,
+    Text,
+    circuit_scores,
+    corpus,
+    inputs,
+    model_atlas,
+    model_atlases,
+    repeated_tokens,
+    runner,
+    ship,
+)
 from .scores import (
     CIRCUIT_SCORES,
     COLOURS,
@@ -53,6 +68,7 @@ __all__ = [
     "Tallies",
     "Text",
     "atlas",
+    "circuit_scores",
     "corpus",
     "findings",
     "head_name",
@@ -66,6 +82,7 @@ __all__ = [
     "repeat_targets",
     "repeated_tokens",
     "runner",
+    "ship",
     "tallies",
     "top_sentences",
 ]

@@ -8,11 +8,13 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from .scores import INPUTS, MAX_TOKENS, REPEAT_LENGTH, REPEAT_SEEDS, Tallies, is_punctuation, tallies
+from .shipped import SHIPPED, SOURCES, key, pack, save, shipped_atlases, shipped_circuits
 from .summary import Atlas, atlas
 
 
@@ -155,10 +157,14 @@ def model_atlases(
     source: str,
     text: str | None = None,
     admit: Callable[[int, Callable[[], Any]], Any] | None = None,
+    shipped: bool = True,
 ) -> tuple[Atlas, Atlas]:
-    """The atlas of `model` on `source` (corpus, repeated or text) as it is and with the first token left out, from
-    one pass: each text run through the model in turn, its weights scored both ways and let go of.
+    """The atlas of `model` on `source` (corpus, repeated or text) as it is and with the first token left out: the
+    shipped pair for the corpus and the probe (`shipped.shipped_atlases`; `shipped=False` computes it anyway), else
+    from one pass: each text run through the model in turn, its weights scored both ways and let go of.
     `admit(nbytes, make)` runs each pass (a server admits it against its memory budget first)."""
+    if shipped and (pair := shipped_atlases(model, source, corpus())) is not None:
+        return pair
     r = runner(model)
     kept, dropped = None, None
     for t in inputs(model, source, text):
@@ -175,3 +181,44 @@ def model_atlases(
 def model_atlas(model: str, source: str, text: str | None = None, drop_first: bool = False) -> Atlas:
     """One of `model_atlases`: with the first token left out or not."""
     return model_atlases(model, source, text)[int(drop_first)]
+
+
+def circuit_scores(
+    source: str,
+    text: str | None = None,
+    admit: Callable[[int, Callable[[], Any]], Any] | None = None,
+    shipped: bool = True,
+) -> dict[str, torch.Tensor]:
+    """SmolLM2's circuit scores (CIRCUIT_SCORES) on an input: each head's copying score (from the weights alone) and
+    its direct logit attribution to the token that comes next, averaged over every position of every text:
+    {name: (L, h)}, without logit_attribution when no text has two tokens. The corpus's and the probe's are shipped
+    (`shipped=False` computes them anyway); `admit` as `model_atlases`'."""
+    if shipped and (found := shipped_circuits(source, corpus())) is not None:
+        return found
+    from ...models import smollm2 as S
+    from ...models.circuits import chat as circuits
+
+    model = S.load()
+    total, count = torch.zeros(model.n_layers, model.heads), 0
+    for t in inputs("smollm2", source, text):
+        if len(t.ids) < 2:
+            continue
+        make = lambda ids=t.ids: circuits.next_token_attribution(model, ids)  # noqa: E731  (L, h, T-1)
+        values = make() if admit is None else admit(S.run_bytes(model, len(t.ids)), make)
+        total, count = total + values.sum(-1), count + values.shape[-1]
+    out = {"copying": circuits.copying_scores(model)}
+    if count:
+        out["logit_attribution"] = total / count
+    return out
+
+
+def ship(path: Path = SHIPPED) -> list[tuple[str, str]]:
+    """Compute what never changes (each model's atlases on the corpus and the probe, and SmolLM2's circuit scores on
+    them) from the models and write it where `model_atlases` and `circuit_scores` find it; returns what was written."""
+    entries = {}
+    for m in RUNNERS:
+        for s in SOURCES:
+            extra = circuit_scores(s, shipped=False) if m == "smollm2" else None
+            entries[m, s] = pack(model_atlases(m, s, shipped=False), key(m, s, corpus()), extra)
+    save(entries, path)
+    return list(entries)
