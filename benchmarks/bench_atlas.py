@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from attention.lessons import heads as H
+from attention.lessons import atlas as H
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from attention.lessons import heads as H
+from attention.lessons import atlas as H
 from ui.pages import atlas
 
 st.title("Head atlas")

@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from attention.lessons import heads as H
+from attention.lessons import atlas as H
 from attention.models.package import ModelFileError
 from server import budget
 from server.shared import Shared

@@ -5,7 +5,7 @@ They are declared with the atlas's scores (attention/lessons/heads/scores.py) an
 
 from __future__ import annotations
 
-from attention.lessons import heads
+from attention.lessons import atlas as heads
 
 from .. import state
 

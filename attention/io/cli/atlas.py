@@ -17,7 +17,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from ...lessons import heads as H
+from ...lessons import atlas as H
 from .common import OUT_OF_MEMORY, Parser, fail, parse, printable
 
 

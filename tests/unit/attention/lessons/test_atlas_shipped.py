@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attention.lessons import heads as H
-from attention.lessons.heads import runs, shipped
+from attention.lessons import atlas as H
+from attention.lessons.atlas import runs, shipped
 from attention.models import package
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 

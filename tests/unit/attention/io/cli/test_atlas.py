@@ -8,7 +8,7 @@ import re
 import pytest
 
 from attention.io.cli.main import main
-from attention.lessons import heads as H
+from attention.lessons import atlas as H
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention.lessons import heads as H
+from attention.lessons import atlas as H
 from harness import charts as chart_reader
 from harness.charts import open_page, set_widget
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_a_click_on_the_rightmost_head_links_to_it_on_the_real_model_page(page, app_url, shoot) -> None:
-    from attention.lessons import heads as H
+    from attention.lessons import atlas as H
 
     page.set_viewport_size({"width": 1400, "height": 1600})
     open_page(page, app_url, "head_atlas", "atlas_model=minilm&atlas_input=repeated")

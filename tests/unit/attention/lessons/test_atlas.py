@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from attention.lessons import heads as H
+from attention.lessons import atlas as H
 from attention.models import interpret
 from harness.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
 from harness.oracles import llama_from_gguf
