@@ -10,6 +10,8 @@ process (Community Cloud gives the whole app 690 MB), so these are process-wide,
     server/poll/        the class poll's rooms, in this process or in Redis (ATTENTION_LAB_REDIS_URL) for replicas
     server/shared.py    values made once per key across the server and kept within a byte capacity (the real
                         models' runs, the head atlases)
+    server/media.py     the files the server serves: Streamlit's media store keeping a download a while longer,
+                        heavy exports one at a time
 
 `start()` starts the process's background work (heap trimming, the warm-up); dashboard.py calls it once the
 packages are imported. Importing `server` (or `ui`) starts nothing.

@@ -6,28 +6,22 @@ A download button keeps only a small recipe of the config; the file is made when
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gzip
 import io
 import json
-import os
 import shlex
-import threading
-import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
 import streamlit as st
 import torch
-from streamlit.runtime.media_file_storage import MediaFileKind, MediaFileStorageError
-from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from attention import Config, Result, presets
 from attention.basics.config import SETTINGS
 from attention.io import export, script
+from server import media
 
 from .markup import labels
 from .results import compute
@@ -60,91 +54,17 @@ def matrix_of(result: Result, name: str, head: int) -> tuple[torch.Tensor, list[
 # buttons keep only a `_Recipe` of the config: the Result is recomputed through the bounded cache, and nothing
 # of it stays with the session. Streamlit would drop the file it serves from its media store once two more script
 # runs (of any session) have ended, a fraction of a second on a busy server, before a slow click fetches it:
-# `keep_downloads` keeps every downloadable file KEEP_S seconds longer (KEEP_BYTES at most). The bounds below keep
-# one export to a couple of seconds of CPU shared with every other session (JSON is written in pieces so other
-# reruns go on between them); anything larger is the command line's job, which streams to a file. What they cost
+# `server.media.keep_downloads` keeps every downloadable file KEEP_S seconds longer (KEEP_BYTES at most). The bounds
+# below keep one export to a couple of seconds of CPU shared with every other session (JSON is written in pieces so
+# other reruns go on between them); anything larger is the command line's job, which streams to a file. What they cost
 # when measured: benchmarks/results/2026-11-27-design-figures.md, "Exports".
 JSON_MAX_BYTES = 20_000_000
 JSON_PLAIN_BYTES = 2_000_000  # a bigger JSON comes gzipped (its digits compress to about 40 %)
 CSV_MAX_CELLS = 512 * 512
 HEAVY_EXPORT_BYTES = 1_000_000  # exports bigger than this are made one at a time per server
-EXPORT_WAIT_S = 60.0  # a heavy export waits this long for the one being made (the browser waits 180 s)
-# a served download stays fetchable this long after Streamlit lets go of it ($ATTENTION_LAB_DOWNLOAD_KEEP_S: 0 is
-# Streamlit's own rule, for benchmarks/download_clicks.py's comparison)
-KEEP_S = float(os.environ.get("ATTENTION_LAB_DOWNLOAD_KEEP_S", 120))
-KEEP_BYTES = 64_000_000  # at most this many bytes of such files, the oldest dropped first
 KEPT_CONFIG_NUMBERS = 4096  # a config with more numbers in given matrices is not kept for a download
 INPUTS_FILE = "attention_inputs.json"
 BUSY = "Other large exports kept this server busy for a minute: try again in a moment."
-# Held while a heavy export is made; a second click waits for it, up to EXPORT_WAIT_S, then gets BUSY.
-_EXPORT_LOCK = threading.Lock()
-
-
-class _KeptDownloads(MemoryMediaFileStorage):
-    """Streamlit's in-memory media store, except that a downloadable file it is told to delete stays KEEP_S
-    seconds more (KEEP_BYTES at most, oldest out first): Streamlit deletes a served file once two script runs of
-    any session have ended, so with others rerunning a click's fetch could find it gone (404, "canceled")."""
-
-    _kept: OrderedDict[str, tuple[float, int]]
-    _kept_lock: threading.Lock
-
-    def delete_file(self, file_id: str) -> None:
-        file = self._files_by_id.get(file_id)
-        if file is None or file.kind != MediaFileKind.DOWNLOADABLE:
-            super().delete_file(file_id)
-            return
-        with self._kept_lock:
-            self._kept[file_id] = (time.monotonic(), len(file.content))
-            self._kept.move_to_end(file_id)
-        self.sweep()
-
-    def load_and_get_id(self, *args: Any, **kwargs: Any) -> str:
-        file_id = super().load_and_get_id(*args, **kwargs)
-        with self._kept_lock:
-            self._kept.pop(file_id, None)  # the same file made again: in use, not to be dropped
-        self.sweep()
-        return file_id
-
-    def sweep(self) -> None:
-        """Delete the kept files older than KEEP_S, and the oldest while they hold more than KEEP_BYTES (the
-        newest is kept whatever its size)."""
-        now = time.monotonic()
-        with self._kept_lock:
-            total = sum(size for _, size in self._kept.values())
-            while self._kept:
-                file_id, (since, size) = next(iter(self._kept.items()))
-                if now - since <= KEEP_S and (total <= KEEP_BYTES or len(self._kept) == 1):
-                    break
-                del self._kept[file_id]
-                total -= size
-                with contextlib.suppress(MediaFileStorageError):
-                    super().delete_file(file_id)
-
-
-_KEEP_INSTALL = threading.Lock()
-
-
-def keep_downloads() -> bool:
-    """Make the running server's media store a `_KeptDownloads` (once per process; every session shares it).
-    False where there is no server (AppTest) or its store is not Streamlit's in-memory one."""
-    from streamlit import runtime
-
-    if not runtime.exists() or KEEP_S <= 0:
-        return False
-    return _keep(runtime.get_instance().media_file_mgr._storage)
-
-
-def _keep(storage: object) -> bool:
-    """Turn Streamlit's in-memory media store into a `_KeptDownloads`: True when it is one now."""
-    with _KEEP_INSTALL:
-        if isinstance(storage, _KeptDownloads):
-            return True
-        if type(storage) is not MemoryMediaFileStorage:
-            return False
-        storage._kept = OrderedDict()
-        storage._kept_lock = threading.Lock()
-        storage.__class__ = _KeptDownloads  # the same object and files, its deletes deferred from now on
-    return True
 
 
 @dataclass(frozen=True)
@@ -204,7 +124,7 @@ def export_file(what: str, recipe: _Recipe, head: int = 0, heavy: bool = False) 
     "json.gz", or "inputs" (the command line's input file). A heavy one waits for the one being made, up to
     EXPORT_WAIT_S (its Result is admitted against the server's budget as every large Result is); only after
     that is it `_busy`."""
-    if heavy and not _EXPORT_LOCK.acquire(timeout=EXPORT_WAIT_S):
+    if heavy and not media.EXPORT_LOCK.acquire(timeout=media.EXPORT_WAIT_S):
         return _busy(what)
     try:
         result = compute(recipe.config())
@@ -218,7 +138,7 @@ def export_file(what: str, recipe: _Recipe, head: int = 0, heavy: bool = False) 
         return export.matrix_csv(m, rows, cols)
     finally:
         if heavy:
-            _EXPORT_LOCK.release()
+            media.EXPORT_LOCK.release()
 
 
 def command_line(config: Config) -> list[str] | None:
@@ -239,7 +159,7 @@ def downloads(result: Result, head: int = 0, key: str = "dl") -> None:
     The buttons keep a `_Recipe` of the config, the matrix's name and the head, never the Result. An export
     beyond the bounds above is not offered: a note gives the command line that writes it instead.
     """
-    keep_downloads()
+    media.keep_downloads()
     recipe = _Recipe.of(result.config)
     if recipe is None:
         st.caption("Downloads are not offered for given matrices this large: use the package in Python.")

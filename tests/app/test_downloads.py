@@ -22,6 +22,7 @@ import ui
 from attention import Config, Result, compute, presets
 from attention.io import export
 from attention.io.cli.main import main as cli
+from server import media
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "the cat sat on the mat while the dog slept"
@@ -166,21 +167,21 @@ def test_a_heavy_export_waits_for_the_one_being_made(monkeypatch: pytest.MonkeyP
         answers["light"] = ui.export_file("omega", recipe, 0)  # a light one is made at once
         answers["omega"] = ui.export_file("omega", recipe, 0, heavy=True)
 
-    with ui.exports._EXPORT_LOCK:  # another heavy export is being made
+    with media.EXPORT_LOCK:  # another heavy export is being made
         other = threading.Thread(target=ask)
         other.start()
         other.join(timeout=2)
         assert other.is_alive() and answers == {"light": want}  # the heavy one waits
     other.join(timeout=30)
-    assert answers["omega"] == want and not ui.exports._EXPORT_LOCK.locked()
+    assert answers["omega"] == want and not media.EXPORT_LOCK.locked()
 
-    monkeypatch.setattr(ui.exports, "EXPORT_WAIT_S", 0.2)  # a wait that runs out: the note, in each format
-    with ui.exports._EXPORT_LOCK:
+    monkeypatch.setattr(media, "EXPORT_WAIT_S", 0.2)  # a wait that runs out: the note, in each format
+    with media.EXPORT_LOCK:
         late = {what: ui.export_file(what, recipe, 0, heavy=True) for what in ("omega", "json", "json.gz")}
     assert late["omega"] == ui.exports.BUSY + "\n"
     assert json.loads(late["json"]) == {"busy": ui.exports.BUSY}
     assert json.loads(gzip.decompress(late["json.gz"])) == {"busy": ui.exports.BUSY}
-    assert not ui.exports._EXPORT_LOCK.locked()
+    assert not media.EXPORT_LOCK.locked()
 
 
 def test_a_served_download_outlives_other_sessions_runs_for_keep_s(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,7 +191,7 @@ def test_a_served_download_outlives_other_sessions_runs_for_keep_s(monkeypatch: 
 
     storage = MemoryMediaFileStorage("/media")
     manager = MediaFileManager(storage)
-    assert ui.exports._keep(storage) and ui.exports._keep(storage)  # installed once, the same object
+    assert media._keep(storage) and media._keep(storage)  # installed once, the same object
     placeholder = manager.add_deferred(lambda: "a,b\n1,2\n", "text/csv", "coords", "x.csv")
     url = manager.execute_deferred(placeholder)  # a click: the file is made, referenced by no session
     file_id = url.rsplit("/", 1)[1].split(".")[0]
@@ -202,7 +203,7 @@ def test_a_served_download_outlives_other_sessions_runs_for_keep_s(monkeypatch: 
     assert storage.get_file(file_id).kind == MediaFileKind.DOWNLOADABLE
     with pytest.raises(Exception, match="Bad filename"):
         storage.get_file(picture.rsplit("/", 1)[1].split(".")[0])
-    monkeypatch.setattr(ui.exports, "KEEP_S", 0.0)
+    monkeypatch.setattr(media, "KEEP_S", 0.0)
     storage.sweep()
     with pytest.raises(Exception, match="Bad filename"):
         storage.get_file(file_id)
@@ -214,8 +215,8 @@ def test_kept_downloads_are_bounded_in_bytes_the_newest_kept(monkeypatch: pytest
 
     storage = MemoryMediaFileStorage("/media")
     manager = MediaFileManager(storage)
-    ui.exports._keep(storage)
-    monkeypatch.setattr(ui.exports, "KEEP_BYTES", 2500)
+    media._keep(storage)
+    monkeypatch.setattr(media, "KEEP_BYTES", 2500)
     ids = []
     for i in range(3):
         url = manager.execute_deferred(manager.add_deferred(lambda i=i: bytes([i]) * 1000, "x/y", f"c{i}", "f"))
