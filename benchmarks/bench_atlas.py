@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from attention.lessons import atlas as H
+from attention.lessons import atlas
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,29 +49,29 @@ def in_process(repeats: int, text_only: bool = False) -> None:
     torch.set_num_threads(1)
     for model in ("minilm", "smollm2"):
         t0 = time.perf_counter()
-        H.runner(model)
+        atlas.runner(model)
         load = time.perf_counter() - t0
         before = rss_mb()
         for source in () if text_only else ("corpus", "repeated"):
             times = []
             for _ in range(repeats):
                 t0 = time.perf_counter()
-                H.model_atlases(model, source)
+                atlas.model_atlases(model, source)
                 times.append(time.perf_counter() - t0)
-            texts = len(H.inputs(model, source))
+            texts = len(atlas.inputs(model, source))
             print(f"{model} {source} ({texts} texts): median {statistics.median(times):.2f} s "
                   f"(runs {', '.join(f'{t:.2f}' for t in times)}); model load {load:.2f} s")  # fmt: skip
         own = text(0)
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            H.model_atlases(model, "text", own)
+            atlas.model_atlases(model, "text", own)
             times.append(time.perf_counter() - t0)
-        t = H.runner(model).encode(own)
+        t = atlas.runner(model).encode(own)
         ref = []
         for _ in range(repeats):  # the reference: the model's forward alone on the same tokens, weights kept
             t0 = time.perf_counter()
-            H.runner(model).weights(t)
+            atlas.runner(model).weights(t)
             ref.append(time.perf_counter() - t0)
         print(
             f"{model} one {len(t.ids)}-token text: median {statistics.median(times):.2f} s; the forward alone "
@@ -80,10 +80,10 @@ def in_process(repeats: int, text_only: bool = False) -> None:
         after = rss_mb()
         if text_only:
             continue
-        peak = max(H.runner(model).weights_bytes(len(t.ids)) for t in H.inputs(model, "corpus"))
+        peak = max(atlas.runner(model).weights_bytes(len(t.ids)) for t in atlas.inputs(model, "corpus"))
         print(f"{model} memory: RSS {before[0]:.0f} -> {after[0]:.0f} MB, peak (HWM) {after[1]:.0f} MB; "
               f"largest pass admitted against the budget {peak / 1e6:.1f} MB; atlas pair kept "
-              f"{sum(a.nbytes for a in H.model_atlases(model, 'corpus')) / 1e3:.1f} kB")  # fmt: skip
+              f"{sum(a.nbytes for a in atlas.model_atlases(model, 'corpus')) / 1e3:.1f} kB")  # fmt: skip
 
 
 KEY_JS = """() => {

@@ -11,7 +11,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention.lessons import atlas as H
+from attention.lessons import atlas
 from harness import charts as chart_reader
 from harness.charts import open_page, set_widget
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
@@ -41,9 +41,9 @@ def scatter_spec(at: AppTest) -> dict:
 
 def test_minilm_on_repeated_tokens_shows_every_head_with_the_packages_scores() -> None:
     at = page(atlas_model="minilm", atlas_input="repeated")
-    expected = H.model_atlas("minilm", "repeated")
+    expected = atlas.model_atlas("minilm", "repeated")
     table = at.dataframe[0].value
-    assert len(table) == 6 * 12 and set(H.ENCODER_SCORES) <= set(table.columns)
+    assert len(table) == 6 * 12 and set(atlas.ENCODER_SCORES) <= set(table.columns)
     for score in ("previous_token", "induction", "special"):
         got = torch.tensor(table[score].to_numpy(), dtype=torch.float32).view(6, 12)
         torch.testing.assert_close(got, expected.scores[score], atol=1e-5, rtol=0)
@@ -51,9 +51,9 @@ def test_minilm_on_repeated_tokens_shows_every_head_with_the_packages_scores() -
     assert spec["encoding"]["x"]["field"] == "previous_token" and spec["encoding"]["y"]["field"] == "induction"
     assert {"name", "layer", "head", "induction"} <= {t["field"] for t in spec["encoding"]["tooltip"]}
     words = texts(at)
-    best = H.ranked(expected.scores["previous_token"], 1)[0]
-    assert f"{H.head_name(best[0], best[1])} is the strongest previous-token head" in words
-    assert any(s in words for s in H.findings(expected))
+    best = atlas.ranked(expected.scores["previous_token"], 1)[0]
+    assert f"{atlas.head_name(best[0], best[1])} is the strongest previous-token head" in words
+    assert any(s in words for s in atlas.findings(expected))
 
 
 def test_the_switch_recomputes_without_the_first_token_and_the_text_input_scores_the_text() -> None:
@@ -61,13 +61,13 @@ def test_the_switch_recomputes_without_the_first_token_and_the_text_input_scores
     before = at.dataframe[0].value["special"].to_numpy()
     set_widget(at, "toggle", "w:atlas_drop_first", True)
     after = at.dataframe[0].value
-    dropped = H.model_atlas("minilm", "repeated", drop_first=True)
+    dropped = atlas.model_atlas("minilm", "repeated", drop_first=True)
     got = torch.tensor(after["special"].to_numpy(), dtype=torch.float32).view(6, 12)
     torch.testing.assert_close(got, dropped.scores["special"], atol=1e-5, rtol=0)
     assert not (after["special"].to_numpy() == before).all()
     set_widget(at, "segmented_control", "w:atlas_input", "text")
     set_widget(at, "text_area", "w:atlas_text", "the bird saw the bird and the bird sang")
-    mine = H.model_atlas("minilm", "text", "the bird saw the bird and the bird sang", drop_first=True)
+    mine = atlas.model_atlas("minilm", "text", "the bird saw the bird and the bird sang", drop_first=True)
     got = torch.tensor(at.dataframe[0].value["induction"].to_numpy(), dtype=torch.float32).view(6, 12)
     torch.testing.assert_close(got, mine.scores["induction"], atol=1e-5, rtol=0)
 
@@ -104,7 +104,7 @@ def test_smollm2_on_repeated_tokens_names_the_chat_pages_induction_head_first() 
     model = S.load()
     ids = S.induction_ids(model)  # the chat page's induction preset, and the head it names
     chat = divmod(int(interpret.induction(S.run_ids(model, ids).weights, ids).argmax()), model.heads)
-    assert f"{H.head_name(*chat)} is the strongest induction head on repeated random tokens" in texts(at)
+    assert f"{atlas.head_name(*chat)} is the strongest induction head on repeated random tokens" in texts(at)
 
 
 def test_the_atlas_gives_back_every_byte_it_was_admitted_for() -> None:
@@ -145,7 +145,7 @@ def test_smollm2s_copying_score_and_direct_logit_attribution_are_axes_and_column
     model = S.load()
     got = torch.tensor(table["copying"].to_numpy(), dtype=torch.float32).view(30, 9)
     torch.testing.assert_close(got, chat.copying_scores(model), atol=1e-6, rtol=0)
-    per_text = [chat.next_token_attribution(model, t.ids) for t in H.inputs("smollm2", "repeated")]
+    per_text = [chat.next_token_attribution(model, t.ids) for t in atlas.inputs("smollm2", "repeated")]
     want = torch.cat(per_text, dim=-1).mean(-1)  # (L, h): every position of every text
     got = torch.tensor(table["logit_attribution"].to_numpy(), dtype=torch.float32).view(30, 9)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_a_click_on_the_rightmost_head_links_to_it_on_the_real_model_page(page, app_url, shoot) -> None:
-    from attention.lessons import atlas as H
+    from attention.lessons import atlas
 
     page.set_viewport_size({"width": 1400, "height": 1600})
     open_page(page, app_url, "head_atlas", "atlas_model=minilm&atlas_input=repeated")
@@ -20,10 +20,10 @@ def test_a_click_on_the_rightmost_head_links_to_it_on_the_real_model_page(page, 
     points = page.locator('[data-testid="stVegaLiteChart"] .mark-symbol path')
     assert points.count() == 6 * 12  # each head once (the frame was once sent twice: 144 points)
     # the x axis is the previous-token score: the rightmost point is the strongest previous-token head
-    layer, head, _ = H.ranked(H.model_atlas("minilm", "repeated").scores["previous_token"], 1)[0]
+    layer, head, _ = atlas.ranked(atlas.model_atlas("minilm", "repeated").scores["previous_token"], 1)[0]
     rightmost = max(range(points.count()), key=lambda i: points.nth(i).bounding_box()["x"])
     points.nth(rightmost).click(force=True)
-    link = page.get_by_role("link", name=f"Open {H.head_name(layer, head)} on the Real model page")
+    link = page.get_by_role("link", name=f"Open {atlas.head_name(layer, head)} on the Real model page")
     link.wait_for(timeout=60_000)
     shoot(page, "head_atlas_clicked")
     link.click()

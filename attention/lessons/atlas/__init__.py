@@ -5,7 +5,7 @@ scores.py   the scores' definitions (previous_token, first_token, duplicate_toke
 summary.py  an atlas: its table, the strongest heads and what it says, in sentences computed from the scores
 runs.py     the models run on the shipped corpus (atlas_corpus.json), the repeated-token probe or a learner's text
 shipped.py  the corpus's and the probe's atlases of both models, computed once and shipped (shipped_atlases.pt),
-            keyed by the models' SHA-256: read instead of computed (`python -m attention.lessons.heads` remakes them)
+            keyed by the models' SHA-256: read instead of computed (`python -m attention.lessons.atlas` remakes them)
 """
 
 from .runs import (

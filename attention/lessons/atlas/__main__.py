@@ -1,8 +1,8 @@
-"""`python -m attention.lessons.heads`: recompute the shipped atlases (shipped_atlases.pt) from both models.
+"""`python -m attention.lessons.atlas`: recompute the shipped atlases (shipped_atlases.pt) from both models.
 
 Run it after changing a score, the corpus, the atlas's settings or a model: until then the atlases are computed on
 each server's first visit, as the shipped key no longer matches (a thorough test in
-tests/unit/attention/lessons/test_heads.py says so too)."""
+tests/unit/attention/lessons/test_atlas_shipped.py says so too)."""
 
 import time
 

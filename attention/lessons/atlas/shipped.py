@@ -8,9 +8,9 @@ settings (MAX_TOKENS, REPEAT_LENGTH, REPEAT_SEEDS) and the scores' names. An ent
 used (the atlas is computed from the model instead), and before a shipped entry is used the installed files are
 checked against those SHA-256 (once per process, as the model's own `load` does): a different or altered model
 never gets these numbers. A thorough test recomputes every entry from the models
-(tests/unit/attention/lessons/test_heads.py). Regenerate the file with
+(tests/unit/attention/lessons/test_atlas_shipped.py). Regenerate the file with
 
-    python -m attention.lessons.heads
+    python -m attention.lessons.atlas
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The head atlas's scores (attention.lessons.heads): on hand-made matrices with known answers, within their ranges,
+"""The head atlas's scores (attention.lessons.atlas): on hand-made matrices with known answers, within their ranges,
 and on both real models equal to the issue's definitions written out as loops over transformers' eager attentions;
 the repeated-token probe finds the chat page's induction head; the corpus ships and fits the models."""
 
@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from attention.lessons import atlas as H
+from attention.lessons import atlas
 from attention.models import interpret
 from harness.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
 from harness.oracles import llama_from_gguf
@@ -32,7 +32,7 @@ def one_hot(t: int, key, causal: bool = True) -> torch.Tensor:
 
 def scores_of(*matrices: torch.Tensor, ids=IDS, **kw) -> dict[str, list[float]]:
     """Each score of each matrix, the matrices taken as one layer's heads."""
-    out = H.head_scores(torch.stack(matrices)[None], ids, **kw)
+    out = atlas.head_scores(torch.stack(matrices)[None], ids, **kw)
     return {k: v[0].tolist() for k, v in out.items()}
 
 
@@ -59,7 +59,7 @@ def test_induction_needs_the_copy_before_the_previous_token() -> None:
     # "a a": query 1's earlier copy is key 0, and the token after it is the query itself (j + 1 = i): not counted
     s = scores_of(one_hot(2, lambda i: i), ids=[5, 5], causal=True)
     assert math.isnan(s["induction"][0]) and s["duplicate_token"] == [0.0]
-    duplicate, induction = H.repeat_targets([3, 4, 3, 4])
+    duplicate, induction = atlas.repeat_targets([3, 4, 3, 4])
     assert duplicate.nonzero().tolist() == [[2, 0], [3, 1]]
     assert induction.nonzero().tolist() == [[2, 1], [3, 2]]
 
@@ -78,8 +78,8 @@ def test_encoder_scores_special_and_punctuation_and_entropy_over_every_key() -> 
                                                 (4 + 3 + 2 + 1 + 0) / 5, (0 + 1 + 2 + 3 + 4) / 5])  # fmt: skip
     none = scores_of(uniform, ids=[101, 7, 8, 9, 102], causal=False, special=(0, 4), punctuation=[])
     assert math.isnan(none["punctuation"][0])  # no punctuation mark: left out, not 0
-    assert H.is_punctuation(",") and H.is_punctuation("##.") and not H.is_punctuation("[SEP]")
-    assert not H.is_punctuation("it's")
+    assert atlas.is_punctuation(",") and atlas.is_punctuation("##.") and not atlas.is_punctuation("[SEP]")
+    assert not atlas.is_punctuation("it's")
 
 
 def test_leaving_the_first_token_out_renormalises_what_is_left() -> None:
@@ -94,13 +94,13 @@ def test_leaving_the_first_token_out_renormalises_what_is_left() -> None:
     assert kept["previous_token"] == pytest.approx([(1.0 + 4 * 0.2) / 5])
     assert dropped["previous_token"] == pytest.approx([1.0])  # of what is not parked, all on the previous token
     assert dropped["first_token"] == kept["first_token"] == pytest.approx([(1.0 + 4 * 0.8) / 5])
-    rest = H.renormalised_without_first(w[None])[0]
+    rest = atlas.renormalised_without_first(w[None])[0]
     torch.testing.assert_close(rest.sum(dim=-1)[1:], torch.ones(t - 2))  # row 1 had nothing left: stays 0
 
 
 def test_scores_pool_over_texts_as_sums_and_counts() -> None:
-    a = H.tallies(one_hot(6, lambda i: i - 2 if i >= 3 else 0)[None, None], IDS, causal=True)
-    b = H.tallies(one_hot(4, lambda i: 0)[None, None], [1, 2, 3, 4], causal=True)  # no repeat: counts 0 queries
+    a = atlas.tallies(one_hot(6, lambda i: i - 2 if i >= 3 else 0)[None, None], IDS, causal=True)
+    b = atlas.tallies(one_hot(4, lambda i: 0)[None, None], [1, 2, 3, 4], causal=True)  # no repeat: counts 0 queries
     pooled = (a + b).scores()
     assert float(pooled["induction"]) == pytest.approx(1.0)  # b adds no query to average over
     assert float(pooled["first_token"]) == pytest.approx((2 + 3) / (5 + 3))
@@ -118,7 +118,9 @@ def test_scores_lie_in_their_ranges(causal: bool, seed: int) -> None:
     w = omega.softmax(dim=-1)
     ids = torch.randint(0, 5, (t,), generator=g).tolist()
     for drop in (False, True):
-        s = H.head_scores(w, ids, causal=causal, special=(0, t - 1), sep=(t - 1,), punctuation=[3, 5], drop_first=drop)
+        s = atlas.head_scores(
+            w, ids, causal=causal, special=(0, t - 1), sep=(t - 1,), punctuation=[3, 5], drop_first=drop
+        )
         for k, v in s.items():
             hi = t - 1 if k == "mean_distance" else 1.0
             assert v.shape == (3, 4)
@@ -164,14 +166,14 @@ def reference(
 
 
 def assert_scores_equal_reference(
-    atlas: H.Atlas, attentions, ids, causal, special=(), punctuation=None, sep=()
+    scored: atlas.Atlas, attentions, ids, causal, special=(), punctuation=None, sep=()
 ) -> None:
     for layer, w in enumerate(attentions):
         for head in range(w.shape[1]):
             a = w[0, head].double().tolist()
-            want = reference(a, list(ids), causal, special, punctuation, atlas.drop_first, sep)
+            want = reference(a, list(ids), causal, special, punctuation, scored.drop_first, sep)
             for k, v in want.items():
-                got = float(atlas.scores[k][layer, head])
+                got = float(scored.scores[k][layer, head])
                 assert got == pytest.approx(v, abs=1e-4, nan_ok=True), (k, layer, head, got, v)
 
 
@@ -188,15 +190,15 @@ def test_minilm_scores_equal_the_definitions_on_bertmodels_eager_attentions(offl
     from attention.models import minilm
 
     bert = BertModel.from_pretrained(minilm.model_path(), attn_implementation="eager").float().eval()
-    r = H.runner("minilm")
+    r = atlas.runner("minilm")
     t = r.encode(text)
     with torch.no_grad():
         attentions = bert(torch.tensor([t.ids]), output_attentions=True).attentions  # L x (1, h, T, T)
-    atlas = H.model_atlas("minilm", "text", text, drop)
-    punctuation = [j for j, tok in enumerate(t.tokens) if H.is_punctuation(tok)]
+    scored = atlas.model_atlas("minilm", "text", text, drop)
+    punctuation = [j for j, tok in enumerate(t.tokens) if atlas.is_punctuation(tok)]
     assert punctuation  # the texts were chosen with some
     assert t.sep == (len(t.ids) - 1,) and t.tokens[-1] == "[SEP]"
-    assert_scores_equal_reference(atlas, attentions, t.ids, False, t.special, punctuation, t.sep)
+    assert_scores_equal_reference(scored, attentions, t.ids, False, t.special, punctuation, t.sep)
 
 
 @pytest.fixture(scope="module")
@@ -210,11 +212,11 @@ def llama(offline):
 @pytest.mark.parametrize("drop", [False, True])
 @pytest.mark.parametrize("text", SMOLLM2_TEXTS)
 def test_smollm2_scores_equal_the_definitions_on_llamas_eager_attentions(llama, text: str, drop: bool) -> None:
-    t = H.runner("smollm2").encode(text)
+    t = atlas.runner("smollm2").encode(text)
     with torch.no_grad():
         attentions = llama(torch.tensor([t.ids]), output_attentions=True).attentions  # L x (1, h, T, T)
-    atlas = H.model_atlas("smollm2", "text", text, drop)
-    assert_scores_equal_reference(atlas, attentions, t.ids, True)
+    scored = atlas.model_atlas("smollm2", "text", text, drop)
+    assert_scores_equal_reference(scored, attentions, t.ids, True)
 
 
 def test_the_repeated_token_probe_ranks_the_chat_pages_induction_head_first() -> None:
@@ -223,60 +225,62 @@ def test_the_repeated_token_probe_ranks_the_chat_pages_induction_head_first() ->
     model = S.load()
     ids = S.induction_ids(model)  # the chat page's induction preset: the head it calls its induction head
     chat = divmod(int(interpret.induction(S.run_ids(model, ids).weights, ids).argmax()), model.heads)
-    atlas = H.model_atlas("smollm2", "repeated")
-    assert atlas.texts == len(H.REPEAT_SEEDS) > 1  # more probes than the page's one
-    (layer, head, score), runner_up = H.ranked(atlas.scores["induction"], 2)
+    scored = atlas.model_atlas("smollm2", "repeated")
+    assert scored.texts == len(atlas.REPEAT_SEEDS) > 1  # more probes than the page's one
+    (layer, head, score), runner_up = atlas.ranked(scored.scores["induction"], 2)
     assert (layer, head) == chat
     assert score > 0.5 and score > runner_up[2]
-    assert H.top_sentences(atlas)[3].startswith(f"{H.head_name(layer, head)} is the strongest induction head")
+    assert atlas.top_sentences(scored)[3].startswith(f"{atlas.head_name(layer, head)} is the strongest induction head")
 
 
 # the corpus ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("model", list(H.MODELS))
+@pytest.mark.parametrize("model", list(atlas.MODELS))
 def test_the_corpus_ships_varied_texts_each_read_whole_by_both_models(model: str) -> None:
-    kinds = {kind for kind, _ in H.corpus()}
+    kinds = {kind for kind, _ in atlas.corpus()}
     assert {"sentence", "code", "list", "dialogue"} <= kinds
-    r = H.runner(model)
-    for _, text in H.corpus():
+    r = atlas.runner(model)
+    for _, text in atlas.corpus():
         t = r.encode(text)
-        assert len(t.ids) <= H.MAX_TOKENS and not t.truncated
+        assert len(t.ids) <= atlas.MAX_TOKENS and not t.truncated
 
 
 def test_a_long_text_is_cut_at_the_atlas_length_keeping_sep() -> None:
-    t = H.runner("minilm").encode("word " * 200)
-    assert len(t.ids) == H.MAX_TOKENS and t.truncated and t.tokens[-1] == "[SEP]" and t.special == (0, 63)
+    t = atlas.runner("minilm").encode("word " * 200)
+    assert len(t.ids) == atlas.MAX_TOKENS and t.truncated and t.tokens[-1] == "[SEP]" and t.special == (0, 63)
     assert t.sep == (63,)
-    assert H.runner("smollm2").encode("word " * 200).truncated
+    assert atlas.runner("smollm2").encode("word " * 200).truncated
 
 
 def test_findings_follow_the_scores() -> None:
-    base = {k: torch.zeros(4, 2) for k in H.SCORES}
+    base = {k: torch.zeros(4, 2) for k in atlas.SCORES}
     base["first_token"][2:] = 0.9  # layers 2 and 3 park on the first token
     base["previous_token"][0, 1] = 0.8
-    atlas = H.Atlas("smollm2", "corpus", False, base, {k: 10 for k in H.SCORES}, 3, 30, 1)
-    said = " ".join(H.findings(atlas))
+    scored = atlas.Atlas("smollm2", "corpus", False, base, {k: 10 for k in atlas.SCORES}, 3, 30, 1)
+    said = " ".join(atlas.findings(scored))
     assert "from layer 2 on" in said
     assert "1 of 8 heads score 0.5 or more as previous-token heads: layer 0" in said
     assert "No head scores 0.3 or more as an induction head" in said
-    assert H.top_sentences(atlas)[0].startswith("L0H1 is the strongest previous-token head on the shipped corpus")
+    assert atlas.top_sentences(scored)[0].startswith("L0H1 is the strongest previous-token head on the shipped corpus")
 
 
 def test_findings_say_which_special_token_an_encoders_heads_park_on() -> None:
     """[CLS]/[SEP] heads split by [SEP]'s share: Clark et al.'s BERT parks on [SEP]; the sentence counts, for this
     model, which of the two each strong head parks on."""
-    base = {k: torch.zeros(6, 2) for k in H.ENCODER_SCORES}
+    base = {k: torch.zeros(6, 2) for k in atlas.ENCODER_SCORES}
     base["special"][1, 0], base["sep"][1, 0] = 0.9, 0.05  # parks on [CLS]
     base["special"][3, 1], base["sep"][3, 1] = 0.8, 0.7  # parks on [SEP]
     base["special"][4, 0], base["sep"][4, 0] = 0.6, 0.4  # on [SEP] for the most part
-    atlas = H.Atlas("minilm", "corpus", False, base, {k: 10 for k in H.ENCODER_SCORES}, 3, 30, 1)
-    said = " ".join(H.findings(atlas))
+    scored = atlas.Atlas("minilm", "corpus", False, base, {k: 10 for k in atlas.ENCODER_SCORES}, 3, 30, 1)
+    said = " ".join(atlas.findings(scored))
     assert "Of the 3 heads that park on [CLS]/[SEP], 2 park mostly on [SEP] (layers 3–4" in said
     assert "and 1 mostly on [CLS]" in said
     base["sep"][3, 1] = base["sep"][4, 0] = 0.0
-    assert "2 park mostly" not in " ".join(H.findings(atlas)) and "0 park mostly on [SEP] and 3" in " ".join(
-        H.findings(atlas)
+    assert "2 park mostly" not in " ".join(atlas.findings(scored)) and "0 park mostly on [SEP] and 3" in " ".join(
+        atlas.findings(scored)
     )
-    decoder = H.Atlas("smollm2", "corpus", False, {k: base[k] for k in H.SCORES}, {k: 10 for k in H.SCORES}, 3, 30, 1)
-    assert "[SEP]" not in " ".join(H.findings(decoder))
+    decoder = atlas.Atlas(
+        "smollm2", "corpus", False, {k: base[k] for k in atlas.SCORES}, {k: 10 for k in atlas.SCORES}, 3, 30, 1
+    )
+    assert "[SEP]" not in " ".join(atlas.findings(decoder))

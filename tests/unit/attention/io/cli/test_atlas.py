@@ -8,7 +8,7 @@ import re
 import pytest
 
 from attention.io.cli.main import main
-from attention.lessons import atlas as H
+from attention.lessons import atlas
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
 
@@ -23,10 +23,10 @@ def test_json_has_every_head_with_its_scores(model, layers, heads, extra, capsys
     out = json.loads(capsys.readouterr().out)
     assert out["model"] == model and out["input"] == "text" and out["texts"] == 1
     assert [(h["layer"], h["head"]) for h in out["heads"]] == [(la, h) for la in range(layers) for h in range(heads)]
-    assert set(out["heads"][0]) == {"layer", "head", *H.SCORES, *extra}
-    want = H.model_atlas(model, "text", text)
+    assert set(out["heads"][0]) == {"layer", "head", *atlas.SCORES, *extra}
+    want = atlas.model_atlas(model, "text", text)
     for row in out["heads"]:
-        for k in H.SCORES:
+        for k in atlas.SCORES:
             assert row[k] == pytest.approx(float(want.scores[k][row["layer"], row["head"]]), abs=1e-6)
 
 
