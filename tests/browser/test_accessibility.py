@@ -33,7 +33,7 @@ PHONE = {"width": 390, "height": 844}
 FIRST = dashboard.PAGES["Course"][0][0]
 PATHS = ["" if path == FIRST else Path(path).stem for pages in dashboard.PAGES.values() for path, _, _ in pages]
 WEIGHTS = ".al-heatmap[data-title='Softmax weights']"
-# the head atlas with the encoder (as tests/browser/test_head_atlas.py opens it): the same page, minutes less to
+# the head atlas with the encoder (as tests/browser/test_atlas.py opens it): the same page, minutes less to
 # compute on a cold server than the chat model's atlas
 QUERY = {"head_atlas": "?atlas_model=minilm&atlas_input=repeated"}
 
