@@ -353,3 +353,25 @@ def test_a_sentence_with_no_words_gets_a_sentence_not_an_exception(lesson):
         return
     assert ui.plain(problem) in texts(at)  # shown escaped for Markdown
     assert figures(at) == 0 and not any(b.key == "co:reveal" for b in at.button)
+
+
+@pytest.mark.thorough  # a training run: --all, not the fast tier
+def test_why_two_layers_reveals_the_composition_of_its_own_run():
+    """Lesson 13 reads lesson 12's run (the same setting, kept by the pool): its reveal draws each first-layer head's
+    Q-, K- and V-composition into the run's induction head, the package's numbers, counted from 1, and the verdict
+    names the head its keys read."""
+    lesson = course.BY_ID["two_layers"]
+    at = opened(lesson=lesson.id, train_seed="3")
+    inputs = questions.inputs_for(lesson.question, {"train_seed": 3})
+    assert at.radio(key=f"co:pick:{lesson.id}").options == ["Layer 1, head 1", "Layer 1, head 2"]
+    at = answer(at, lesson, "Layer 1, head 1")
+    reading = questions.reading(inputs)
+    drawn = {h["title"]: (h, v) for h, v, _ in chart_reader.drawn(at)}
+    title = f"How layer {reading.reader[0] + 1}, head {reading.reader[1] + 1} reads layer 1's heads"
+    header, values = drawn[title]
+    assert header["rows"] == ["head 1", "head 2"] and header["cols"] == ["Q (queries)", "K (keys)", "V (values)"]
+    torch.testing.assert_close(values, torch.stack([reading.q, reading.k, reading.v], 1))
+    best = int(reading.k.argmax())
+    verdict = (at.success or at.warning)[0].value
+    assert f"layer 1, head {best + 1} (K-composition {float(reading.k[best]):.2f})" in verdict, verdict
+    assert at.query_params["progress"].startswith(f"{lesson.id}:")

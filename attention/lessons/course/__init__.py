@@ -5,6 +5,7 @@ learner's inputs at that moment; no answer is stored anywhere.
                  defaults, where it gets a model's run (`RUNS`, `runner`)
     toy.py       lessons 1 to 9, on the toy computation: the soft lookup to FlashAttention's tiles
     models.py    lessons 10 to 12, on real runs: MiniLM's special tokens, SmolLM2's induction head, a tiny model's fall
+    two_layers.py  lesson 13, on lesson 12's run: which first-layer head the induction head reads (K-composition)
 
 Every word of the course counts tokens, heads and layers from 1; the inputs keep the pages' 0-based URL values.
 """
@@ -40,20 +41,22 @@ from .question import (
     toy_result,
 )
 from .toy import CROSS, FLASH, KV_CACHE, MASKS, MULTI_HEAD, POSITION, SCALING, SOFT_LOOKUP, SOFTMAX, SWEEP_SEEDS
+from .two_layers import TWO_LAYERS, Reading, reading
 
 # The course's questions in its order, by id
 QUESTIONS = {
     q.id: q
     for q in (
-        SOFT_LOOKUP, SOFTMAX, SCALING, MASKS, MULTI_HEAD, POSITION, CROSS, KV_CACHE, FLASH, ENCODER, INDUCTION, FALL
+        SOFT_LOOKUP, SOFTMAX, SCALING, MASKS, MULTI_HEAD, POSITION, CROSS, KV_CACHE, FLASH, ENCODER, INDUCTION, FALL,
+        TWO_LAYERS,
     )
 }  # fmt: skip
 
-# The short route for a 50-minute class (docs/course/50-minutes.md): seven lessons, 44 of the course's 77 minutes,
+# The short route for a 50-minute class (docs/course/50-minutes.md): seven lessons, 44 of the course's 84 minutes,
 # leaving six to open and close. It keeps the mechanism (lookup, scaling, masks, heads, positions) and the two that
 # make it real (the cache a chat model keeps, an induction head in a trained model); it leaves out the softmax's
 # doubling (the scaling lesson shows the same sharpening), cross-attention, FlashAttention, the encoder's sinks
-# (lesson 11 shows a sink too) and the training run (it waits for a run of its own).
+# (lesson 11 shows a sink too) and the training run and its circuit (they wait for a run of their own).
 SHORT_ROUTE = ("soft_lookup", "scaling", "masks", "multi_head", "position", "kv_cache", "chat_model")
 
 __all__ = [
@@ -62,6 +65,7 @@ __all__ = [
     "LESSON_RUN",
     "QUESTIONS",
     "RUNS",
+    "Reading",
     "SHORT_ROUTE",
     "SWEEP_SEEDS",
     "Question",
@@ -75,6 +79,7 @@ __all__ = [
     "inputs_for",
     "lesson_settings",
     "query_token",
+    "reading",
     "rope_width",
     "runner",
     "sentence_problem",

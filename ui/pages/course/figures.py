@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+import torch
 
 from attention.lessons import course as questions
 from attention.lessons import permutation, soft_lookup
@@ -187,3 +188,22 @@ def fall(i: dict[str, Any]) -> None:
         mark_step=fall.step, mark_label="falls fastest", height=200,
     ), key="co:loss")  # fmt: skip
     st.caption("The red rule: where the loss on the repeated half falls fastest, between two snapshots.")
+
+
+def composition(i: dict[str, Any]) -> None:
+    """Lesson 13: how the run's induction head reads each head of layer 1 (Q-, K- and V-composition), beside how much
+    each of those heads looks at the token just before (its previous-token score); counted from 1."""
+    r = questions.reading(i)
+    heads = [f"head {h + 1}" for h in range(r.k.shape[0])]
+    scores = torch.stack([r.q, r.k, r.v], 1)  # (h, 3)
+    left, right = st.columns([3, 2])
+    kinds = ["Q (queries)", "K (keys)", "V (values)"]
+    heatmap(scores, heads, kinds, kind="weights", key="co:composition", container=left,
+            title=f"How layer {r.reader[0] + 1}, head {r.reader[1] + 1} reads layer 1's heads",
+            top=max(float(scores.max()), 1e-6), annotate=True)  # fmt: skip
+    bars(r.previous, heads, title="Layer 1's previous-token scores", key="co:previous", container=right, top=1.0)
+    st.caption(
+        f"Left: the composition of each head of layer 1 into layer {r.reader[0] + 1}'s induction head, 0 to 1: how "
+        "much of what it writes the induction head's queries (Q), keys (K) or values (V) read. Right: the share of "
+        "its weight each head of layer 1 puts on the token just before each query."
+    )

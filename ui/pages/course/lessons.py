@@ -105,6 +105,11 @@ def _next_seed(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return f"Train with seed {new}: near which step does the loss fall fastest now?", {"train_seed": new}
 
 
+def _seed_for_heads(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    new = int(i["train_seed"]) + 1
+    return f"Train with seed {new}: which head of layer 1 do the keys read now?", {"train_seed": new}
+
+
 Q = questions.QUESTIONS
 LESSONS: tuple[Lesson, ...] = (
     Lesson("soft_lookup", "The soft lookup", "pages/soft_lookup.py", "Soft lookup", 5,
@@ -157,6 +162,13 @@ LESSONS: tuple[Lesson, ...] = (
            "pattern and it falls off a cliff. The induction head of lesson 11 forms this way, in a model small "
            "enough to train while you watch.",
            Q["watch_it_learn"], figures.fall, _next_seed, ("train_seed",), ready=runs.training_wait,
+           so_far=figures.fall_so_far),
+    Lesson("two_layers", "Why two layers?", "pages/watch_it_learn.py", "Watch it learn", 7,
+           "An induction head cannot work alone. To find the token after the earlier copy, its keys must know which "
+           "token came before each of them, and a token's stream holds only its own token until a head of an "
+           "earlier layer writes the one before into it. Two heads in two layers make one circuit: that is why the "
+           "model of lesson 12 needs two layers.",
+           Q["two_layers"], figures.composition, _seed_for_heads, ("train_seed",), ready=runs.training_wait,
            so_far=figures.fall_so_far),
 )  # fmt: skip
 # For the instructor: what to say at the reveal, and a common wrong answer with why people give it (the lesson plans
@@ -228,6 +240,14 @@ PLANS: dict[str, tuple[str, str]] = {
         "“Slowly, a little every step” (as a learning curve in a textbook). Here the model cannot predict the "
         "repeat until two heads in two layers work together, so nothing pays off until both have formed.",
     ),
+    "two_layers": (
+        "The induction head's keys read what the previous-token head of layer 1 wrote: each token's stream now "
+        "also says which token came before it, so the query ‘I am a B’ finds the key ‘a B came before me’. The K "
+        "column is bright for that head alone.",
+        "The head its queries read (Q): the query does carry the current token, but the match needs the token "
+        "before each key, and that lives in the keys. Or its values (V): the head copies the key's own token, "
+        "which the stream held from the start.",
+    ),
     "flash_attention": (
         "The tiled form holds one tile of scores and two numbers per row (the running max and sum); the "
         "ordinary form holds the whole T × T. The longer the text, the bigger the saving.",
@@ -236,4 +256,4 @@ PLANS: dict[str, tuple[str, str]] = {
     ),
 }
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
-BY_PAGE = {lesson.page: lesson for lesson in LESSONS}
+BY_PAGE = {lesson.page: lesson for lesson in reversed(LESSONS)}  # a page's first lesson (Watch it learn: lesson 12)

@@ -119,6 +119,20 @@ def fall_oracle(i):
     return int(steps[int(rate.argmax()) + 1])
 
 
+def two_layers_oracle(i):
+    """The head of the first layer whose output the induction head's keys read most: the induction head by its score
+    at the run's last snapshot, the K-composition by the formula on the whole d_model x d_model matrices."""
+    from attention.models import circuits as C
+
+    s = tiny.Settings(**{**course.LESSON_RUN, "seed": int(i["train_seed"])})
+    last = trained(s).snapshots[-1]
+    reader = max(range(s.heads), key=last.scores["induction"][1].__getitem__)
+    layers = last.weights.layers
+    first, second = (C.split_heads(w.w_query, w.w_key, w.w_value, w.w_out, s.heads, s.heads) for w in layers)
+    k = [C.reference(first, h, second, reader)["k"] for h in range(s.heads)]
+    return max(range(s.heads), key=k.__getitem__)
+
+
 # question id -> (the oracle, three inputs the test chose)
 CASES = {
     "soft_lookup": (lookup_oracle, [{}, {"sentence": OTHER, "token": 6}, {"seed": 7, "d_k": 3, "token": 0}]),
@@ -141,6 +155,7 @@ CASES = {
     ),  # fmt: skip
     "chat_model": (induction_oracle, [{}, {"token": 25, "seed": 3}, {"token": 7}]),
     "watch_it_learn": (fall_oracle, [{}, {"train_seed": 1}, {"train_seed": 2}]),
+    "two_layers": (two_layers_oracle, [{}, {"train_seed": 1}, {"train_seed": 2}]),  # lesson 12's runs
     "flash_attention": (flash_oracle, [{}, {"block_size": 4, "sentence": OTHER}, {"block_size": 9}]),
 }
 
