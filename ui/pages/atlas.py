@@ -2,7 +2,7 @@
 
 What belongs here: running `attention.lessons.atlas.model_atlases` for a model and an input, shared by every
 session (the corpus's and the probe's read from the package's shipped atlases, a learner's text computed and kept
-while it is asked for) in a `server.shared.Shared` cache, each model pass admitted against the server's memory
+while it is asked for) in `server.atlas`'s caches, each model pass admitted against the server's memory
 budget; the atlas as a table; the scatter of every head (a click opens that head on its model's page). The numbers
 come from `attention.lessons.atlas`.
 """
@@ -16,7 +16,7 @@ import streamlit as st
 from attention.lessons import atlas
 from attention.models.package import ModelFileError
 from server import budget
-from server.shared import Shared
+from server.atlas import ATLASES, CIRCUITS
 from server.warmup import lazy
 
 from ..charts import chart
@@ -26,9 +26,6 @@ from ..state import get, put
 pd = lazy("pandas")
 alt = lazy("altair")
 PREFIX = "atlas_"  # the page's parameters in the URL: atlas_model, atlas_x, ... (ui.state reads atlas.SETTINGS)
-# An atlas pair is its scores alone: 2 x 8 scores x 270 heads x 4 bytes, 17 KB. The corpus's and the probe's of
-# both models stay (8 pairs), with the last few learners' texts.
-ATLASES = Shared(2 * budget.MB, lambda pair: sum(a.nbytes for a in pair))
 # Where a head opens: the page, its URL keys for the layer and the head
 PAGES = {
     "smollm2": ("pages/chat_model.py", "Inside a chat model", "chat_layer", "chat_head"),
@@ -36,8 +33,6 @@ PAGES = {
 }
 LAYER_COLOURS = "viridis"
 GROUP_COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]
-# SmolLM2's circuit scores on an input (attention.models.circuits): 2 x 270 floats each, a few inputs kept
-CIRCUITS = Shared(budget.MB, lambda scores: sum(v.numel() * 4 for v in scores.values()))
 
 
 def p(name: str) -> Any:
