@@ -10,6 +10,8 @@ process (Community Cloud gives the whole app 690 MB), so these are process-wide,
     server/poll/        the class poll's rooms, in this process or in Redis (ATTENTION_LAB_REDIS_URL) for replicas
     server/shared.py    values made once per key across the server and kept within a byte capacity (the real
                         models' runs, the head atlases)
+    server/chat.py      the chat model's runs, generations and heads' writes, shared and held for their visitors
+    server/model.py     the Real model's Readings and heads' Results, shared within a byte capacity
     server/media.py     the files the server serves: Streamlit's media store keeping a download a while longer,
                         heavy exports one at a time
 

@@ -22,10 +22,9 @@ import streamlit as st
 import torch
 
 from attention import Result
-from attention.basics.budget import held_bytes
 from attention.models import smollm2 as S
 from server import budget, sessions
-from server.shared import Shared, Turns
+from server.chat import GENERATIONS, RUNS, STEP_TURNS, prompt_run, unheld
 from server.warmup import lazy
 
 from ..charts import chart
@@ -35,20 +34,9 @@ from .chat_settings import PREFIX
 
 pd = lazy("pandas")
 alt = lazy("altair")
-# A kept run is about 12 MB at 64 tokens (`smollm2.slim`): a few prompts. A generation of 64 tokens after 64 holds
-# about 13 MB (its cache of 128 tokens, 5.9 MB, and every step's row of attention): a few prompts and settings.
-# What a visitor is stepping through (their prompt's run and their generation) is held for them (server/shared.py):
-# a run elsewhere that waits for memory does not take it away, while they use it (HOLD_S since their last click)
-# and within HOLD_MB for each of the two (three visitors at the largest prompt and generation). What these caches
-# keep is bounded here and counted as the process's memory under its limit (the budget's ceiling), not in the
-# budget's bytes: held there, with three visitors generating the budget showed 94-97 MB held, the heaviest toy links
-# were refused after 120 s with 230 MB of real memory free under the 690 MiB limit, and chat steps waited up to 26 s
-# (benchmarks/results/2026-11-28-chat-crowd.md).
-KEPT_MB, HOLD_MB, HOLD_S = 24, float(os.environ.get("ATTENTION_LAB_CHAT_HOLD_MB", 40)), 300.0
 # What one page run generates at most: a link's chat_generate=64 is made over several clicks, each step a turn in a
 # fair queue of the generating visitors (issue 50: one link's 64 tokens cost minutes of CPU in one go).
 STEPS_PER_RUN = int(os.environ.get("ATTENTION_LAB_CHAT_STEPS_PER_RUN", 8))
-STEP_TURNS = Turns(slots=int(os.environ.get("ATTENTION_LAB_CHAT_STEP_SLOTS", 1)))  # model steps at once, server-wide
 
 
 def p(name: str):
@@ -57,28 +45,6 @@ def p(name: str):
 
 
 # ------------------------------------------------------------------------------------------ runs, cached
-
-
-# Every forward is admitted against the server's memory budget (server/budget.py) for its peak (`smollm2.run_bytes`)
-# before it runs, and what the caches keep holds its bytes there: a chat visitor waits, as a large toy run does,
-# rather than pass the server's memory limit.
-RUNS = Shared(KEPT_MB * budget.MB, held_bytes, hold_bytes=int(HOLD_MB * budget.MB), hold_s=HOLD_S)
-GENERATIONS = Shared(KEPT_MB * budget.MB, lambda g: g[0].nbytes, hold_bytes=int(HOLD_MB * budget.MB), hold_s=HOLD_S)
-
-
-def _prompt_run(ids: tuple[int, ...]) -> S.Run:
-    """The prompt's run, shared by every session and held for the visitor whose page draws it."""
-
-    def make() -> S.Run:
-        model = S.load()
-        return budget.admitted(S.run_bytes(model, len(ids)), lambda: S.slim(S.run_ids(model, ids)), held=_unheld)
-
-    return RUNS.get(ids, make, "The chat model reads the prompt…", holder=sessions.current())
-
-
-def _unheld(_: object) -> int:
-    """What the budget keeps of a run's bytes once it is done: nothing for what RUNS and GENERATIONS keep."""
-    return 0
 
 
 def ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> torch.Tensor:
@@ -99,7 +65,7 @@ def _ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> t
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
 def head_result(ids: tuple[int, ...], layer: int, head: int) -> Result:
     model = S.load()
-    return S.head_result(model, _prompt_run(ids), layer, head, S.labels(model, ids))
+    return S.head_result(model, prompt_run(ids), layer, head, S.labels(model, ids))
 
 
 def head_or_warn(ids: tuple[int, ...], layer: int, head: int) -> Result | None:
@@ -150,7 +116,7 @@ def run(ids: tuple[int, ...]) -> S.Run:
     """The prompt's run (shared, kept); a run the server's memory cannot take now is explained and the page
     stopped."""
     with or_stop("The chat model"):
-        return _prompt_run(ids)
+        return prompt_run(ids)
 
 
 def _generation(ids: tuple[int, ...], temperature: float, top_k: int) -> tuple[S.Generation, threading.Lock]:
@@ -158,7 +124,7 @@ def _generation(ids: tuple[int, ...], temperature: float, top_k: int) -> tuple[S
     one session grows it at a time) and held for the visitor stepping through it."""
     return GENERATIONS.get(
         (ids, temperature, top_k),
-        lambda: (S.Generation.after(_prompt_run(ids), temperature, top_k), threading.Lock()),
+        lambda: (S.Generation.after(prompt_run(ids), temperature, top_k), threading.Lock()),
         holder=sessions.current(),
     )
 
@@ -202,7 +168,7 @@ def _step(model: S.Model, generation: S.Generation) -> None:
                 budget.admitted(
                     S.generation_step_bytes(model, generation),
                     lambda: S.generate_next(model, generation),
-                    held=_unheld,
+                    held=unheld,
                 )
     except TimeoutError:
         stop(f"The next generated token waited {budget.WAIT_S:.0f} s for its turn: many visitors are generating "

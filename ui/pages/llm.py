@@ -20,10 +20,9 @@ import streamlit as st
 import torch
 
 from attention import Result
-from attention.basics.budget import held_bytes
 from attention.llm.flash import Tiled, blocks, tiled_attention
 from server import budget, sessions
-from server.shared import Shared
+from server.chat import WRITES
 
 from ..charts import chart
 from ..state import get, put
@@ -167,13 +166,6 @@ def columns_up_to(mask: torch.Tensor, stop: int) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- what a head writes (chat page)
-
-
-# The traces kept, as the chat page keeps its prompt runs (ui/pages/chat.py's RUNS): bounded here and counted as the
-# process's memory, not in the budget's bytes, and held for the visitor whose page draws it, so that a run elsewhere
-# waiting for memory does not throw it away while they click through the heads (issue 50: evicted on every wait, each
-# visitor's next click re-ran the whole prompt). About 5 MB at 64 tokens.
-WRITES = Shared(24 * budget.MB, held_bytes, hold_bytes=40 * budget.MB, hold_s=300.0)
 
 
 def _writes(ids: tuple[int, ...]):

@@ -17,23 +17,15 @@ import streamlit as st
 import torch
 
 from attention import Result
-from attention.basics import budget as sizes
 from attention.models import minilm
 from server import budget
-from server.shared import Shared as _Shared
+from server.model import HEADS, READINGS
 
 from ..heatmaps import heatmap
 from ..markup import labels
 from ..results import stop
 from ..state import get, put
 
-# What the page draws of the model on a sentence is a `minilm.Reading`: the hidden states, the rollout, the
-# head scores (and every weight up to MODEL_VIEW_MAX tokens), 0.25 MB at 16 tokens, 11 MB at 512; every head's
-# matrices are computed from it. One Reading per sentence is made at a time across the server, shared by every
-# session that asks for it while it is made or kept: the last CACHE_BYTES of them stay for the next visitor.
-# Making one is admitted against the server's budget (server.budget), its bytes held there while anything holds it.
-CACHE_BYTES = 48 * budget.MB
-HEAD_CACHE_BYTES = 24 * budget.MB  # the heads' Results (7 MB at 512 tokens), most recent first
 # Each head's map is this wide, side by side as many as the main column holds: two beside the sidebar of a 1024 px
 # window, three in presenter mode (four a row drew them 113 to 176 px wide there: labels and cells unreadable)
 HEAD_MAP_W = 270
@@ -49,10 +41,6 @@ BEHAVIOURS = {
 
 
 # --------------------------------------------------------------------------- the model, run and cached
-
-
-READINGS = _Shared(CACHE_BYTES, lambda r: r.nbytes)
-HEADS = _Shared(HEAD_CACHE_BYTES, sizes.held_bytes)
 
 
 @budget.evictor
