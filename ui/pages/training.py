@@ -10,7 +10,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import pandas as pd
 import streamlit as st
 import torch
 
@@ -23,10 +22,13 @@ from server.training import (
     NoRoom,
     service,
 )
+from server.warmup import lazy
 
 from .. import charts, lessons, state
 from ..charts import PALETTE
 from .training_settings import PREFIX
+
+pd = lazy("pandas")  # imported at first use (server/warmup.py): the course imports this module with `ui`
 
 # charts of a run -------------------------------------------------------------------------------------------
 

@@ -14,9 +14,11 @@ from attention.lessons import course as questions
 from attention.lessons.course import Verdict
 from attention.lessons.course.toy import COUNTED_MASKS
 
+from ...heatmaps import pick_cell
 from ...lessons import clicks
 from ...markup import plain
 from ...state import get, put
+from ...widgets import pick, select, slider, text
 from .. import poll
 from .lessons import BY_ID, BY_PAGE, LESSONS, PLANS, Lesson
 from .runs import RUNS
@@ -305,8 +307,6 @@ def lesson_view(lesson: Lesson) -> bool:
 
 
 def _controls(lesson: Lesson) -> None:
-    from ...widgets import pick, select, slider, text
-
     for name in lesson.controls:
         if name in ("sentence", "cross_sentence"):
             text(name, container=st, label="Sentence" if name == "sentence" else "Key/value sentence")
@@ -365,8 +365,6 @@ def _ask(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
 def _cell_grid(box: Any, lesson: Lesson, now: dict[str, Any]) -> None:
     """The query's row of keys with no weights in it: the learner clicks the cell they predict. A click sets the
     pills' value (what the form commits), and a pill picked frames its cell, so the two always agree."""
-    from ...heatmaps import pick_cell
-
     labels = list(lesson.question.choices(now))
     pill = f"co:pick:{lesson.id}"
     chosen = st.session_state.get(pill)

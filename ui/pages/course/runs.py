@@ -11,23 +11,26 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attention.lessons import course as questions
 from attention.models import tiny
+from server import sessions
+from server.chat import prompt_run
+from server.training import NoRoom, service
+
+from ...results import or_stop
+from .. import training
 
 
 def smollm2_run(ids: tuple[int, ...]):
-    """The chat page's run of these tokens (its shared, budgeted cache); outside a page's run (a script, a test of
-    the package in the same process), the package's own."""
+    """The chat page's run of these tokens (the server's shared, budgeted cache, server/chat.py; a run the server's
+    memory cannot take now is explained and the page stopped); outside a page's run (a script, a test of the
+    package in the same process), the package's own."""
     if get_script_run_ctx() is None:
         return questions.forward(ids)
-    from .. import chat
-
-    return chat.run(ids)
+    with or_stop("The chat model"):
+        return prompt_run(ids)
 
 
 def _job(settings: tiny.Settings):
     """The training pool's run of the lesson's setting, kept or started for this visitor (as Play does)."""
-    from server import sessions
-    from server.training import service
-
     return service().start(settings, sessions.current())
 
 
@@ -55,10 +58,6 @@ def lesson_run(i: dict[str, Any]) -> tiny.Run:
 
 def training_wait(i: dict[str, Any]) -> str | None:
     """None once the lesson's run is trained (kept by the pool), else where it stands, in words."""
-    from server.training import NoRoom, service
-
-    from .. import training
-
     try:
         job = _job(questions.lesson_settings(i))
     except NoRoom as refused:
@@ -74,8 +73,6 @@ def training_wait(i: dict[str, Any]) -> str | None:
 
 def run_so_far(i: dict[str, Any]) -> tiny.Run | None:
     """The lesson's run as far as it has trained (its snapshots so far), None before its first."""
-    from server.training import NoRoom
-
     try:
         job = _job(questions.lesson_settings(i))
     except NoRoom:
