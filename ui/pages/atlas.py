@@ -22,10 +22,10 @@ from server.warmup import lazy
 from ..charts import chart
 from ..results import check_length, stop
 from ..state import get, put
+from .atlas_settings import PREFIX  # the page's parameters in the URL: atlas_model, ...
 
 pd = lazy("pandas")
 alt = lazy("altair")
-PREFIX = "atlas_"  # the page's parameters in the URL: atlas_model, atlas_x, ... (ui.state reads atlas.SETTINGS)
 # Where a head opens: the page, its URL keys for the layer and the head
 PAGES = {
     "smollm2": ("pages/chat_model.py", "Inside a chat model", "chat_layer", "chat_head"),
