@@ -4,7 +4,9 @@
 - `pages/`, `ui/` and `server/` compute no attention: no `@`, no softmax, masked_fill, matmul, einsum or
   scaled_dot_product_attention (words in strings are prose, not code, and do not count);
 - no import circle inside a package;
-- a page stops one way: `ui.stop` (which says why and writes the URL back) is the only caller of `st.stop`."""
+- a page stops one way: `ui.stop` (which says why and writes the URL back) is the only caller of `st.stop`;
+- `ui/state.py` imports no page helper and no model; the shared `ui/` helpers import no page helper; `ui/` makes
+  no process-wide state (locks, threads, caches, Streamlit patches): that is `server/`'s."""
 
 from __future__ import annotations
 
@@ -229,3 +231,124 @@ def test_a_sys_path_edit_is_seen(tmp_path):
         "sys.path += ['w']\nif 'x' in sys.path:\n    pass\n"
     )
     assert sys_path_edits(module) == [3, 4, 5, 6]
+
+
+# What the shared `ui/` may know, and what lives in `server/` (issue 47). ui/state.py is the parameters' machinery:
+# it reads the registry the pages fill (ui/settings.py, ui/pages/) and imports no page's helper and no model, lesson
+# or LLM module of the package, only the declaration type. The shared helpers (ui/*.py) import no page helper
+# (ui/__init__.py re-exports the course's `lesson_link`). And ui/ keeps no process-wide state: no lock, thread,
+# weak or ordered cache, no server cache object (server.shared's `Shared`, `Turns`) made at import, no empty container
+# at module level for functions to fill, no Streamlit class or module patched; those are server/'s. Streamlit's own
+# bounded caches (`st.cache_resource`, `functools.lru_cache` of a pure function) may stay beside what they draw.
+STATE_MAY_IMPORT = {"attention.basics.params", "attention.basics.params.Param"}
+PROCESS_WIDE = {"Lock", "RLock", "Condition", "Event", "Semaphore", "BoundedSemaphore", "Barrier", "Thread", "Timer",
+                "Queue", "WeakValueDictionary", "WeakKeyDictionary", "WeakSet", "OrderedDict", "defaultdict",
+                "Shared", "Turns"}  # fmt: skip
+# The registry of parameters: declarations filled once at import (`ui.state.register`), never by a session.
+MODULE_TABLES = {"ui/state.py": {"PARAMS", "OWNERS", "RENAMED"}}
+STREAMLIT_FLAGS = {"uses_pages_directory"}  # what `st.navigation` itself sets (ui/_frame.py, `ui.state.ensure_frame`)
+
+
+def test_ui_state_knows_no_page_and_no_model():
+    found = sorted(
+        name
+        for name in imports(ROOT / "ui" / "state.py")
+        if name.startswith("ui.") or name.split(".")[0] == "attention" and name not in STATE_MAY_IMPORT
+    )
+    assert not found, f"ui/state.py imports {found}: a page's settings are registered by the page"
+
+
+def test_the_shared_ui_helpers_import_no_page_helper():
+    shared = [path for path in modules("ui") if "pages" not in path.relative_to(ROOT).parts[1:-1]]
+    found = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in shared
+        if path.name != "__init__.py"
+        for name in imports(path)
+        if name.startswith("ui.pages")
+    ]
+    assert not found, found
+
+
+def process_wide_state(path: Path) -> list[str]:
+    """Where `path` makes process-wide state at import, or patches Streamlit: file:line and what."""
+    tree = ast.parse(path.read_text(), str(path))
+    rel = str(path.relative_to(ROOT))
+    from_streamlit = {
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and ((node.module or "") if isinstance(node, ast.ImportFrom) else node.names[0].name).startswith("streamlit")
+        for alias in node.names
+    }
+    found = []
+
+    def at_import(nodes: list[ast.stmt]) -> None:
+        """Statements run at import: the module's body and its classes' bodies, not functions'."""
+        for stmt in nodes:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                at_import(stmt.body)
+                continue
+            for node in ast.walk(stmt):
+                func = node.func if isinstance(node, ast.Call) else None
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if name in PROCESS_WIDE:
+                    found.append(f"{rel}:{node.lineno} {name}()")
+            if isinstance(stmt, ast.Assign | ast.AnnAssign):
+                value = stmt.value
+                empty = isinstance(value, ast.Dict | ast.List | ast.Set) and not (
+                    getattr(value, "keys", None) or getattr(value, "elts", None)
+                ) or (isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("dict", "list", "set")
+                      and not value.args and not value.keywords)  # fmt: skip
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                names = {t.id for t in targets if isinstance(t, ast.Name)}
+                if empty and names - MODULE_TABLES.get(rel, set()):
+                    found.append(f"{rel}:{stmt.lineno} {', '.join(sorted(names))} = an empty container")
+
+    at_import(tree.body)
+    for node in ast.walk(tree):  # patches, wherever they are made
+        for target in node.targets if isinstance(node, ast.Assign) else []:
+            if not isinstance(target, ast.Attribute):
+                continue
+            if target.attr == "__class__":
+                found.append(f"{rel}:{node.lineno} __class__ replaced")
+            elif getattr(target.value, "id", None) in from_streamlit and target.attr not in STREAMLIT_FLAGS:
+                found.append(f"{rel}:{node.lineno} Streamlit's {target.value.id}.{target.attr} patched")
+    return found
+
+
+def test_ui_keeps_no_process_wide_state():
+    found = [where for path in modules("ui") for where in process_wide_state(path)]
+    assert not found, f"process-wide state belongs in server/: {found}"
+
+
+def test_the_ui_rules_see_a_planted_violation(tmp_path):
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        (tmp_path / "ui" / "pages").mkdir(parents=True)
+        (tmp_path / "ui" / "__init__.py").write_text("")
+        (tmp_path / "ui" / "pages" / "__init__.py").write_text("")
+        (tmp_path / "ui" / "pages" / "chat.py").write_text("")
+        state = tmp_path / "ui" / "state.py"
+        state.write_text("from attention.basics.params import Param\nfrom attention.models import tiny\n"
+                         "from ui.pages import chat\n")  # fmt: skip
+        with pytest.raises(AssertionError, match="attention.models"):
+            test_ui_state_knows_no_page_and_no_model()
+        with pytest.raises(AssertionError, match="ui/state.py imports ui.pages.chat"):
+            test_the_shared_ui_helpers_import_no_page_helper()
+        state.write_text(
+            "import threading\nfrom collections import OrderedDict\nimport streamlit as st\n"
+            "from streamlit.runtime.pages_manager import PagesManager\n"
+            "PARAMS = {}\n_CACHE = {}\n_LOCK = threading.Lock()\nKEPT = OrderedDict()\nSIZES = dict(a=1)\n"
+            "class Store:\n    lock = threading.RLock()\n"
+            "def patch(store):\n    store.__class__ = Store\n    st.cache_data = None\n"
+            "    PagesManager.uses_pages_directory = False\n    return threading.Lock()\n"
+        )
+        found = [where.split(" ", 1)[1] for where in process_wide_state(state)]
+        assert found == ["_CACHE = an empty container", "Lock()", "OrderedDict()", "RLock()", "__class__ replaced",
+                         "Streamlit's st.cache_data patched"], found  # fmt: skip
+    finally:
+        ROOT = saved
