@@ -753,6 +753,7 @@ function mount(parentElement, setTriggerValue) {
     // selectable "cell": the cell, sent as its index row by row (a question's answer); otherwise the row
     const asCell = state.header.selectable === "cell";
     state.picked = asCell ? cell : cell.i;
+    state.focus = { ...cell }; // the keyboard's focus cell follows the click (else two cells look picked)
     drawOverlay(state);
     state.setTriggerValue("pick", asCell ? cell.i * state.header.c + cell.j : cell.i);
   });
