@@ -33,6 +33,7 @@ def test_a_16_mib_text_for_the_model_is_cut_before_it_is_tokenized(tmp_path: Pat
     assert out.count('"tokens"') == 1 and '"[SEP]"' in out and peak < LIMIT / 1e6
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_block_size_one_at_512_tokens_and_16_heads_is_refused_with_the_smallest_that_fits() -> None:
     status, out, err, _, peak = bounded(*HEAVY, "--block-size", "1")
     one_line(status, out, err, "--block-size 1 makes 262,144 tiles", "give --block-size")
@@ -41,6 +42,7 @@ def test_block_size_one_at_512_tokens_and_16_heads_is_refused_with_the_smallest_
     assert peak < LIMIT / 1e6
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_a_script_is_written_without_computing_a_result(monkeypatch: pytest.MonkeyPatch) -> None:
     status, out, err, _, peak = bounded(*HEAVY, "--format", "script")
     assert status == 0 and out.startswith(("#", '"""', "import")) and "torch" in out, err[-2000:]
@@ -49,6 +51,7 @@ def test_a_script_is_written_without_computing_a_result(monkeypatch: pytest.Monk
     assert main(["--heads", "2", "--format", "script"]) == 0
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_a_weight_file_of_more_numbers_than_any_input_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     big = tmp_path / "w.json"
     row = "[" + ", ".join(["0.123456789012345678"] * 1024) + "]"
@@ -58,6 +61,7 @@ def test_a_weight_file_of_more_numbers_than_any_input_is_refused_before_it_is_pa
     assert peak < LIMIT / 1e6
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_a_batch_of_millions_of_sequences_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     batch = tmp_path / "batch.json"
     batch.write_text("[" + ",".join(["[[1]]"] * 8_400_000) + "]")

@@ -101,6 +101,7 @@ def test_model_in_a_fresh_interpreter_prints_json() -> None:
     assert json.loads(p.stdout)["tokens"][0] == "[CLS]"
 
 
+@pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_the_script_of_a_model_head_reproduces_it_with_its_biases(capsys: pytest.CaptureFixture, tmp_path) -> None:
     status, text, err = call(capsys, "--model", "minilm", "--layer", "2", "--head", "5", "--sentence", SENTENCE,
                              "--format", "script")  # fmt: skip
