@@ -263,3 +263,23 @@ def test_the_presenters_sentence_applied_gives_the_clicker_back(page, app_url, p
     page.get_by_text("The lab computed").first.wait_for(timeout=30_000)
     assert "5 × 5" in page.inner_text('[data-testid="stMain"]')  # the question asked on the sentence applied
     assert_clean(page, page_errors)
+
+
+def test_lesson_13s_composition_comes_into_the_window_with_its_words(page, app_url, page_errors, shoot):
+    """Lesson 13 on a projector, PageDown alone: once lesson 12's run is trained, the verdict, the Say line and the
+    composition's cells (every first-layer head's Q, K and V) are inside the 1024 x 768 window together."""
+    page.set_viewport_size(PROJECTOR)
+    open_page(page, app_url, "", "present=true&lesson=two_layers")
+    page.wait_for_function(KEYS_JS)
+    page.keyboard.press("PageDown")
+    page.get_by_text("The lab computed").first.wait_for(timeout=600_000)  # the run trains first on a fresh server
+    settle(page, timeout=300_000)
+    page.wait_for_timeout(500)  # the stage's scroll once the run is over
+    assert page.evaluate(WORDS_IN_VIEW_JS) == {"verdict": True, "say": True}
+    grid = page.locator('.al-heatmap[data-title$="reads layer 1\'s heads"]')
+    page.wait_for_function("(g) => g.dataset.drawn !== undefined", arg=grid.element_handle())
+    box, layout = grid.bounding_box(), grid.evaluate("(g) => g.alState.layout")
+    assert box["y"] >= 0 and box["y"] + layout["top"] + layout["plotH"] <= PROJECTOR["height"], (box, layout)
+    assert grid.get_attribute("data-rows") == "2" and grid.get_attribute("data-cols") == "3"
+    shoot(page, "test_course_13_two_layers_reveal")
+    assert_clean(page, page_errors)
