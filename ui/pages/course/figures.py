@@ -19,6 +19,7 @@ from ...charts import band_chart, bars, chart, sweep_frame
 from ...heatmaps import heatmap
 from ...markup import dim_labels, labels, plain
 from ...results import compute, scaling_sweep
+from .. import training
 from . import runs
 
 
@@ -137,7 +138,9 @@ def tiles(i: dict[str, Any]) -> None:
 
 
 def encoder(i: dict[str, Any]) -> None:
-    from .. import model as real  # the model's readers only where a lesson asks for them (see ui/pages/model.py)
+    # Imported here, not with the course: only the Real model page and this lesson load the model's readers (its
+    # helper keeps them out of every other page, tests/app/test_real_model.py), not every page that imports `ui`
+    from .. import model as real
 
     _, reading = real.run(str(i["sentence"]))
     layer, head = int(i["layer"]), int(i["head"])
@@ -151,9 +154,7 @@ def encoder(i: dict[str, Any]) -> None:
 def induction(i: dict[str, Any]) -> None:
     found = questions.induction_head(i)
     ids, tok = questions.induction_prompt(i)
-    from .. import chat  # the chat model's run, shared with its page (cached server-wide, within the budget)
-
-    weights = chat.run(ids).weights[found.layer, found.head]
+    weights = runs.smollm2_run(ids).weights[found.layer, found.head]  # the chat page's run, shared server-wide
     heatmap(weights, tok, tok, title=f"Layer {found.layer + 1}, head {found.head + 1}: the strongest induction head",
             kind="weights", key="co:induction", annotate=False)  # fmt: skip
     st.caption(
@@ -166,8 +167,6 @@ def induction(i: dict[str, Any]) -> None:
 def fall_so_far(i: dict[str, Any]) -> None:
     """While the lesson's run trains (the prediction is in): the loss so far, as Play draws it, so the wait shows the
     thing the question is about; the step where it falls fastest is marked once the run is done (`fall`)."""
-    from .. import training
-
     run = runs.run_so_far(i)
     if run is None:
         return
@@ -179,8 +178,6 @@ def fall_so_far(i: dict[str, Any]) -> None:
 
 
 def fall(i: dict[str, Any]) -> None:
-    from .. import training
-
     run = runs.lesson_run(i)
     fall = questions.steepest_fall(run)
     training.curve(training.loss_frame(run), training.curve_spec(
