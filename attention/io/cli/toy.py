@@ -43,7 +43,8 @@ MAX_TILES = 1 << 14
 TILE_OVERHEAD = 2048
 
 
-MODELS = ("minilm", "smollm2")  # all-MiniLM-L6-v2 (attention.models.minilm); smollm2: attention.io.cli.smollm2
+# all-MiniLM-L6-v2 (attention.models.minilm); smollm2: attention.io.cli.smollm2; tiny: attention.io.cli.tiny_circuits
+MODELS = ("minilm", "smollm2", "tiny")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -74,7 +75,8 @@ def parser() -> argparse.ArgumentParser:
     )
     real = p.add_argument_group("a pretrained model's head (not Config settings)").add_argument
     real("--model", choices=tuple(MODELS), help="one head of all-MiniLM-L6-v2 on --sentence, instead of a toy; "
-         "smollm2: SmolLM2-135M-Instruct (its own flags: python -m attention --model smollm2 --help)")  # fmt: skip
+         "smollm2: SmolLM2-135M-Instruct; tiny: the tiny model trained live, its circuits (their own flags: "
+         "python -m attention --model smollm2 --help, --model tiny --help)")  # fmt: skip
     real("--layer", type=int, metavar="N", help=f"with --model: the layer, from 0 (default {MODEL_VIEW[0]})")
     real("--head", type=int, metavar="N", help=f"with --model: the head, from 0 (default {MODEL_VIEW[1]})")
     add = p.add_argument_group("config (defaults: the Raschka tutorial)").add_argument
