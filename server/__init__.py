@@ -27,7 +27,6 @@ import gc
 import logging
 import os
 import threading
-import time
 
 from . import budget, warmup
 
@@ -46,7 +45,7 @@ def _return_freed_memory() -> None:
         pass
 
 
-def _trim_heaps(every_s: float = 5.0) -> None:
+def _trim_heaps(every_s: float = 5.0, stop: threading.Event | None = None) -> None:
     """Hand the heaps' freed pages back to the system every few seconds, in a daemon thread.
 
     Blocks under 1 MiB (a model run is hundreds of small tensors) come from glibc's heaps, which keep the pages
@@ -54,9 +53,15 @@ def _trim_heaps(every_s: float = 5.0) -> None:
     back every whole free page of every heap, in milliseconds at most (benchmarks/results/2026-11-27-design-figures.md).
     """
 
+    stop = stop or threading.Event()  # set: the loop ends (the tests' own loops)
+
     def loop() -> None:
-        while True:
-            time.sleep(every_s)
+        while not stop.wait(every_s):
+            for chore in list(budget.CHORES):  # what caches let go of when unused for long (`budget.chore`)
+                try:
+                    chore()
+                except Exception:  # noqa: BLE001 -- one cache's chore must not stop the trimming
+                    logging.getLogger("server").exception("a housekeeping chore failed")
             budget.trim_heaps()
 
     threading.Thread(target=loop, name="malloc-trim", daemon=True).start()

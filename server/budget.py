@@ -89,6 +89,17 @@ def evictor(fn: Callable[[], None]) -> Callable[[], None]:
     return fn
 
 
+def chore(fn: Callable[[], None]) -> Callable[[], None]:
+    """Register fn to run every few seconds in the server's housekeeping thread (server/__init__.py, with the heap
+    trim): let go of what a cache has kept unused for long; once per function."""
+    if fn not in CHORES:
+        CHORES.append(fn)
+    return fn
+
+
+CHORES: list[Callable[[], None]] = []
+
+
 # Every large Result alive in the process, by config: a second session asking for one gets the same object.
 _LIVE: weakref.WeakValueDictionary[str, Result] = weakref.WeakValueDictionary()
 _LIVE_LOCK = threading.Lock()

@@ -10,6 +10,7 @@ import os
 
 from attention.basics.budget import held_bytes
 from attention.models import smollm2
+from attention.models.smollm2 import packed
 
 from . import budget, sessions
 from .shared import Shared, Turns
@@ -33,6 +34,22 @@ GENERATIONS = Shared(KEPT_MB * budget.MB, lambda g: g[0].nbytes, hold_bytes=int(
 # waiting for memory does not throw it away while they click through the heads (issue 50: evicted on every wait, each
 # visitor's next click re-ran the whole prompt). About 5 MB at 64 tokens.
 WRITES = Shared(24 * budget.MB, held_bytes, hold_bytes=40 * budget.MB, hold_s=300.0)
+
+
+# A generation step multiplies the layers' weights packed (attention/models/smollm2/packed.py): 96 MiB, made on the
+# first step. Nobody generating for PACKED_IDLE_S, or a run short of memory, lets it go: the server's memory at
+# rest is what it was before issue 45, and the next step packs again (0.6 s quiet).
+PACKED_IDLE_S = float(os.environ.get("ATTENTION_LAB_PACKED_IDLE_S", 600))
+
+
+@budget.chore
+def release_idle_packing() -> None:
+    packed.release(PACKED_IDLE_S)
+
+
+@budget.evictor
+def release_packing() -> None:
+    packed.release()
 
 
 # Every forward is admitted against the server's memory budget (server/budget.py) for its peak (`smollm2.run_bytes`)

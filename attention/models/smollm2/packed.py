@@ -21,6 +21,7 @@ dequantized a chunk at a time (`decoder.unembed`)."""
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -161,6 +162,7 @@ class PackedModel:
 
 
 _PACKED: weakref.WeakKeyDictionary[Model, PackedModel | None] = weakref.WeakKeyDictionary()
+_USED: weakref.WeakKeyDictionary[Model, float] = weakref.WeakKeyDictionary()  # when a step last asked for it
 _LOCK = threading.Lock()
 
 
@@ -184,4 +186,18 @@ def packed(model: Model) -> PackedModel | None:
             check = _stacked(first.w_gate, first.w_up)
             ok = exact_enough(pack(check), check)
             _PACKED[model] = PackedModel(tuple(pack_layer(layer) for layer in model.layers)) if ok else None
+        _USED[model] = time.monotonic()
         return _PACKED[model]
+
+
+def release(idle_s: float = 0.0, now: float | None = None) -> int:
+    """Let go of the packed copies no step has asked for in `idle_s` seconds (every one with 0): the bytes freed.
+    The next step packs again (0.6 s, quiet); a step under way keeps the copy it holds until it ends. Where the
+    kernel was found inexact (None) the finding stays: nothing to free."""
+    now = time.monotonic() if now is None else now
+    freed = 0
+    with _LOCK:
+        for model in [m for m, used in _USED.items() if now - used >= idle_s and _PACKED.get(m) is not None]:
+            freed += _PACKED.pop(model).nbytes
+            del _USED[model]
+    return freed

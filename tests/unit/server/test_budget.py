@@ -186,7 +186,8 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
     """ui.results, ui.pages.model and ui.pages.chat register their caches (server_budget.evictor): a toy run short of
     memory lets go of what the model pages keep, and they of its."""
     names = {f.__module__ + "." + f.__qualname__ for f in server_budget.SERVER.evictors}
-    assert {"ui.pages.model._free_cached", "ui.pages.chat._free_cached", "server.training._let_go"} <= names
+    assert {"ui.pages.model._free_cached", "ui.pages.chat._free_cached", "server.training._let_go",
+            "server.chat.release_packing"} <= names  # fmt: skip
     fresh = Admission(100)
     monkeypatch.setattr(server_budget, "SERVER", fresh)
 
@@ -406,3 +407,32 @@ def test_every_setting_the_controls_allow_fits_the_budget_alone() -> None:
         for cross in (None, text)
     )
     assert 150e6 < largest <= server_budget.BUDGET_MB * server_budget.MB, largest / 1e6
+
+
+def test_the_housekeeping_thread_runs_every_chore_and_a_failing_one_stops_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """server.start's trim thread runs what caches registered with `budget.chore` (the chat model's packed weights
+    let go when idle, server/chat.py), every few seconds; a chore that raises is logged, the others still run."""
+    import server
+
+    assert "server.chat.release_idle_packing" in {f.__module__ + "." + f.__qualname__ for f in server_budget.CHORES}
+    ran: list[str] = []
+    done = threading.Event()
+
+    def broken() -> None:
+        ran.append("broken")
+        raise RuntimeError("a cache mid-change")
+
+    def counted() -> None:
+        ran.append("counted")
+        done.set()
+
+    monkeypatch.setattr(server_budget, "CHORES", [broken, counted])
+    monkeypatch.setattr(server_budget, "trim_heaps", lambda: None)
+    stop = threading.Event()
+    server._trim_heaps(every_s=0.01, stop=stop)
+    try:
+        assert done.wait(10) and ran[:2] == ["broken", "counted"]
+    finally:
+        stop.set()

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -479,3 +480,20 @@ def test_largest_changes_are_among_the_top_tokens_before_or_after_largest_first(
     changes = S.largest_changes(before, after, k=3, n=2)
     assert [i for i, _, _ in changes] == [5, 1]  # token 5 is in the top 3 only after; token 3 is in neither
     assert changes[0][1:] == pytest.approx((0.0, 0.2)) and changes[1][1:] == pytest.approx((0.2, 0.05))
+
+
+def test_the_packed_copy_is_let_go_when_idle_and_made_again_by_the_next_step(model: S.Model) -> None:
+    """The server lets go of the packed weights nobody has stepped with for a while (server/chat.py), so its memory
+    at rest is what it was before packing; the next step packs again, with the same numbers."""
+    from attention.models.smollm2 import packed
+
+    first = packed.packed(model)
+    assert first is not None
+    assert packed.release(idle_s=3600.0) == 0  # just used: kept
+    assert packed.packed(model) is first
+    assert packed.release(idle_s=60.0, now=time.monotonic() + 61.0) == first.nbytes > 50 * 2**20
+    again = packed.packed(model)
+    assert again is not None and again is not first  # packed again on the next step's demand
+    x = torch.randn(1, model.d_model, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(packed.matvec(x, again.layers[0].qkv), packed.matvec(x, first.layers[0].qkv))
+    assert packed.release() == again.nbytes and packed.release() == 0  # short of memory: every copy goes, once
