@@ -104,28 +104,29 @@ def read(path: Path = SHIPPED) -> dict[str, Any]:
     return data if isinstance(data, dict) and data.get("format") == FORMAT else {}
 
 
-_verified: set[str] = set()
-_verifying = threading.Lock()
+_verifying = threading.Lock()  # one check at a time: two first visitors do not hash the 98 MB file twice
 
 
 def verify_installed(model: str) -> None:
     """Check the installed files of `model` against their official SHA-256, once per process (nothing to do when the
     model is already loaded: its `load` checked them); ModelFileError, saying what to install, when they are missing
-    or not the official ones."""
+    or not the official ones (not remembered: the next call checks again)."""
     with _verifying:
-        if model in _verified:
-            return
-        if model == "smollm2":
-            from ...models import smollm2 as S
+        _verified(model)
 
-            if not S.load.loaded:
-                S.GGUF.verified()
-        else:
-            from ...models import minilm as M
 
-            if not M.load.loaded:
-                M.verify(M.model_path())
-        _verified.add(model)
+@functools.lru_cache(maxsize=len(MODELS))  # a check that passed, once a process; one that raised is not kept
+def _verified(model: str) -> None:
+    if model == "smollm2":
+        from ...models import smollm2 as S
+
+        if not S.load.loaded:
+            S.GGUF.verified()
+    else:
+        from ...models import minilm as M
+
+        if not M.load.loaded:
+            M.verify(M.model_path())
 
 
 def entry(model: str, source: str, texts: tuple[tuple[str, str], ...], path: Path = SHIPPED) -> dict[str, Any] | None:

@@ -27,9 +27,10 @@ def assert_same(got: atlas.Atlas, want: atlas.Atlas) -> None:
 @pytest.fixture
 def fresh(monkeypatch):
     """No installed model checked yet in this process (each test checks again)."""
-    monkeypatch.setattr(shipped, "_verified", set())
+    shipped._verified.cache_clear()
     shipped.read.cache_clear()
     yield
+    shipped._verified.cache_clear()
     shipped.read.cache_clear()
 
 
