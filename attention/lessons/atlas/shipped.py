@@ -115,7 +115,7 @@ def verify_installed(model: str) -> None:
         _verified(model)
 
 
-@functools.lru_cache(maxsize=len(MODELS))  # a check that passed, once a process; one that raised is not kept
+@functools.lru_cache(maxsize=4)  # a check that passed, once a process (two models); one that raised is not kept
 def _verified(model: str) -> None:
     if model == "smollm2":
         from ...models import smollm2 as S

@@ -190,6 +190,32 @@ def packed(model: Model) -> PackedModel | None:
         return _PACKED[model]
 
 
+def packed_bytes(n: int, k: int) -> int:
+    """What `pack` keeps of a (n, k) matrix: its integers (with the extra groups) at half a byte, two bfloat16
+    scale-and-zero tables of (groups + _EXTRA, n, 2), the float32 offsets of its blocks: `Packed.nbytes`, from the
+    shape alone."""
+    groups = k // BLOCK
+    return n * (k + _EXTRA * BLOCK) // 2 + 2 * (groups + _EXTRA) * n * 2 * 2 + n * groups * 4
+
+
+def pack_bytes(model: Model) -> int:
+    """An upper bound of the memory packing the model adds, before it is packed: the copy it keeps (`packed_bytes`
+    of every matrix as `pack_layer` stacks them) and, while a matrix is packed, its unpacked integers and their
+    copies (16 bytes a number, the largest matrix). 0 once packed, or where the kernel was found inexact: a
+    generation step asks the server's budget for it beside its own run (server/chat.py)."""
+    with _LOCK:
+        if model in _PACKED:
+            return 0
+    kept, largest = 0, 0
+    for layer in model.layers:
+        d = layer.w_query.shape[1]
+        qkv = layer.w_query.shape[0] + layer.w_key.shape[0] + layer.w_value.shape[0]
+        shapes = [(qkv, d), layer.w_out.shape, (layer.w_gate.shape[0] + layer.w_up.shape[0], d), layer.w_down.shape]
+        kept += sum(packed_bytes(n, k) for n, k in shapes)
+        largest = max(largest, *(n * (k + _EXTRA * BLOCK) for n, k in shapes))
+    return kept + 16 * largest
+
+
 def release(idle_s: float = 0.0, now: float | None = None) -> int:
     """Let go of the packed copies no step has asked for in `idle_s` seconds (every one with 0): the bytes freed.
     The next step packs again (0.6 s, quiet); a step under way keeps the copy it holds until it ends. Where the

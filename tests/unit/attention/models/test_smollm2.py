@@ -497,3 +497,25 @@ def test_the_packed_copy_is_let_go_when_idle_and_made_again_by_the_next_step(mod
     x = torch.randn(1, model.d_model, generator=torch.Generator().manual_seed(3))
     assert torch.equal(packed.matvec(x, again.layers[0].qkv), packed.matvec(x, first.layers[0].qkv))
     assert packed.release() == again.nbytes and packed.release() == 0  # short of memory: every copy goes, once
+
+
+def test_the_first_step_asks_the_budget_for_the_packing_too(model: S.Model) -> None:
+    """A generation step's admission (S.generation_step_bytes) counts the packing of the layers while they are not
+    packed: unasked for, three visitors' first steps beside six heavy ones took the server past its 690 MiB limit
+    (benchmarks/results/2026-11-28-chat-crowd.md). The shape-only figure holds what packing keeps, exactly, and is
+    0 once the copy is there."""
+    from attention.models.smollm2 import packed
+
+    p = S.prompt(model, "The cat sat on the mat")
+    generation = S.Generation.after(S.run_ids(model, p.ids), 0.0, 1)
+    packed.release()
+    before = packed.pack_bytes(model)
+    copy = packed.packed(model)
+    assert copy is not None and packed.pack_bytes(model) == 0
+    kept = sum(packed.packed_bytes(*m.shape) for layer in copy.layers for m in (layer.qkv, layer.out, layer.gate_up,
+                                                                             layer.down))  # fmt: skip
+    assert kept == copy.nbytes and copy.nbytes < before < copy.nbytes + 64 * 2**20
+    packed.release()
+    step = S.generation_step_bytes(model, generation)
+    packed.packed(model)
+    assert step - S.generation_step_bytes(model, generation) == before
