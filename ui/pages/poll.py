@@ -47,8 +47,9 @@ PAUSED = "The poll is paused: its storage is not answering. It resumes by itself
 # it faster, so that a minute holds many refreshes)
 LEARNER_EVERY_S = max(0.5, float(os.environ.get("LAB_POLL_REFRESH_S", "") or 3))
 # how often the projector redraws the count and the split: a room sees its answer counted within a second (issue
-# 35: p95 <= 1 s), half of it this wait (benchmarks/poll_room.py); one read of the room a tick, for one tab a room
-PROJECTOR_EVERY_S = 0.5
+# 35, 48: p95 <= 1 s), up to this wait of it. At 0.5 s a quiet room of 300 over 3 replicas had p95 1.05 s
+# (benchmarks/results/2026-11-28-poll-room-quiet.md); one read of the room a tick, for one tab a room
+PROJECTOR_EVERY_S = 0.4
 MOST_ROWS = 24  # values the split lists (a number question's answers can be many)
 COURSE_ROWS = 6  # values the course's lesson screen lists beside its question (the most given, in order)
 KEYS = "poll:keys"  # session: room code -> the instructor's key
