@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from attention.models import smollm2 as S
+from attention.models import smollm2
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,16 +55,16 @@ def median_s(fn, repeats: int) -> float:
 def timings(repeats: int) -> None:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    model = S.load()
+    model = smollm2.load()
     load_s = time.perf_counter() - t0
-    ids = S.encode(model, TEXT, 64)[0]
+    ids = smollm2.encode(model, TEXT, 64)[0]
     assert len(ids) == 64, len(ids)
-    forward = median_s(lambda: S.run_ids(model, ids), repeats)
-    prefix = S.run_ids(model, ids[:63], keep=False)
-    step = median_s(lambda: S.step(model, prefix, ids[63]), repeats)
-    run = S.run_ids(model, ids)
-    switch = median_s(lambda: S.head_result(model, run, 18, 4), repeats)
-    print(f"model: {S.NAME}, weights held {model.weight_bytes() / 1e6:.1f} MB (quantized, memory-mapped)")
+    forward = median_s(lambda: smollm2.run_ids(model, ids), repeats)
+    prefix = smollm2.run_ids(model, ids[:63], keep=False)
+    step = median_s(lambda: smollm2.step(model, prefix, ids[63]), repeats)
+    run = smollm2.run_ids(model, ids)
+    switch = median_s(lambda: smollm2.head_result(model, run, 18, 4), repeats)
+    print(f"model: {smollm2.NAME}, weights held {model.weight_bytes() / 1e6:.1f} MB (quantized, memory-mapped)")
     print(f"load (SHA-256 of 98 MB + GGUF read + tokenizer), first use: {load_s:.2f} s")
     print(f"forward over 64 tokens, every intermediate kept (median of {repeats}): {forward * 1000:.0f} ms")
     print(f"one generation step reading a 63-token cache (median of {repeats}): {step * 1000:.0f} ms")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from attention.models import smollm2 as S
+from attention.models import smollm2
 from attention.models.circuits import chat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,11 +44,11 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    model = S.load()
-    ids = S.prompt(model, TEXT * 4, args.tokens).ids
+    model = smollm2.load()
+    ids = smollm2.prompt(model, TEXT * 4, args.tokens).ids
     forward, attribution = [], []
     for _ in range(args.runs):
-        forward.append(timed(lambda: S.run_ids(model, ids)))
+        forward.append(timed(lambda: smollm2.run_ids(model, ids)))
         attribution.append(timed(lambda: chat.attribution(model, chat.trace(model, ids), 42)))
     composition = timed(lambda: chat.compute_composition(model))
     shipped = timed(lambda: chat._shipped(model, chat.SHIPPED))

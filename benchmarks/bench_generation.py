@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 
 import server
-from attention.models import smollm2 as S
-from attention.models.smollm2 import packed as P
+from attention.models import smollm2
+from attention.models.smollm2 import packed
 from server.memory import trim_heaps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,22 +85,25 @@ def llama_bench(binary: str | None, model: Path) -> dict[str, float] | None:
     }
 
 
-def breakdown(model: S.Model, prefix: S.Run, token: int, runs: int) -> dict[str, float]:
+def breakdown(model: smollm2.Model, prefix: smollm2.Run, token: int, runs: int) -> dict[str, float]:
     """Where a packed step's time goes: each kind of packed product over the 30 layers, the unembedding (one row of
     the dequantized tied table), drawing the next token, and the rest (attention, norms, RoPE, Python)."""
-    four_bit = P.packed(model)
+    four_bit = packed.packed(model)
     d, d_ff = model.d_model, model.layers[0].w_gate.shape[0]
     x, h = torch.randn(1, d), torch.randn(1, d_ff)
     layers = four_bit.layers
     logits = prefix.logits[-1]
     calls = {
-        "step": lambda: S.step(model, prefix, token, keep=True),
-        "qkv": lambda: [P.matvec(x, layer.qkv) for layer in layers],
-        "out": lambda: [P.matvec(x, layer.out) for layer in layers],
-        "gate_up": lambda: [P.matvec(x, layer.gate_up) for layer in layers],
-        "down": lambda: [P.matvec(h, layer.down) for layer in layers],
-        "unembedding": lambda: S.unembed(model, x),
-        "sampling": lambda: (S.choose(logits, 1.0, 10, seed=0), S.next_token_probabilities(logits, 1.0, 10).topk(10)),
+        "step": lambda: smollm2.step(model, prefix, token, keep=True),
+        "qkv": lambda: [packed.matvec(x, layer.qkv) for layer in layers],
+        "out": lambda: [packed.matvec(x, layer.out) for layer in layers],
+        "gate_up": lambda: [packed.matvec(x, layer.gate_up) for layer in layers],
+        "down": lambda: [packed.matvec(h, layer.down) for layer in layers],
+        "unembedding": lambda: smollm2.unembed(model, x),
+        "sampling": lambda: (
+            smollm2.choose(logits, 1.0, 10, seed=0),
+            smollm2.next_token_probabilities(logits, 1.0, 10).topk(10),
+        ),
     }
     got = medians(calls, runs)
     got["rest"] = got["step"] - sum(got[k] for k in ("qkv", "out", "gate_up", "down", "unembedding"))
@@ -119,13 +122,13 @@ def main(argv: list[str] | None = None) -> None:
           f"{platform.machine()}, Python {platform.python_version()}, load average {load[0]:.1f}")  # fmt: skip
 
     t0 = time.perf_counter()
-    model = S.load()
+    model = smollm2.load()
     load_s = time.perf_counter() - t0
-    ids = S.encode(model, TEXT, 64)[0]
-    prefix = S.run_ids(model, ids[:63], keep=False)
+    ids = smollm2.encode(model, TEXT, 64)[0]
+    prefix = smollm2.run_ids(model, ids[:63], keep=False)
     before = memory_mib()
     t0 = time.perf_counter()
-    four_bit = P.packed(model)
+    four_bit = packed.packed(model)
     pack_s = time.perf_counter() - t0
     if four_bit is None:
         raise SystemExit("this machine's int4 kernel does not give float32's numbers: a step dequantizes, as before")
@@ -135,9 +138,9 @@ def main(argv: list[str] | None = None) -> None:
 
     got = medians(
         {
-            "step packed": lambda: S.step(model, prefix, ids[63]),
-            "step dequantized": lambda: S.step(model, prefix, ids[63], packed=False),
-            "forward 64": lambda: S.run_ids(model, ids),
+            "step packed": lambda: smollm2.step(model, prefix, ids[63]),
+            "step dequantized": lambda: smollm2.step(model, prefix, ids[63], int4=False),
+            "forward 64": lambda: smollm2.run_ids(model, ids),
         },
         args.runs,
     )
@@ -146,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     measured = reference is not None
     reference = reference or PUBLISHED
 
-    print(f"\nmodel {S.NAME}, {model.path.name}; load {load_s:.2f} s; packing the layers once {pack_s:.2f} s, "
+    print(f"\nmodel {smollm2.NAME}, {model.path.name}; load {load_s:.2f} s; packing the layers once {pack_s:.2f} s, "
           f"{four_bit.nbytes / 2**20:.0f} MiB held")  # fmt: skip
     print(f"memory before / after packing / after malloc_trim: {json.dumps(before)} / {json.dumps(after)} / "
           f"{json.dumps(trimmed)} (MiB)")  # fmt: skip

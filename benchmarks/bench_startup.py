@@ -1,14 +1,24 @@
-"""What a person waits for after `streamlit run dashboard.py`: the server answering, then the first chart drawn.
+"""What a person waits for after `streamlit run dashboard.py`: the server answering, then the course map drawn.
 
     python -m benchmarks.bench_startup [--runs 5] [--open-after S] [--pages] [--importtime] [--json out.json]
-                                       [--root DIR ...] [--server-python PY]
+                                       [--root DIR ...] [--server-python PY] [--until first-chart URL_PATH]
 
 Each run starts a fresh server (`streamlit run dashboard.py` on a free loopback port, as harness/live_server.py
-does) and times, from the moment the command is started: /_stcore/health answering "ok", and the first heatmap
-drawn in headless Chromium (the `.al-heatmap[data-drawn]` its canvas sets once painted) on a page opened as soon
-as the server answers, as `streamlit run` itself opens the browser. Chromium is started before the clock, once,
-with a fresh context for every run. Also the server's CPU seconds (user + system) at the first chart: on a machine
-busy with other work the wall times stretch, the CPU seconds much less. Medians of the runs are printed.
+does) and times, from the moment the command is started: /_stcore/health answering "ok", and the first screen drawn
+in headless Chromium at 1024 x 768 on a page opened as soon as the server answers, as `streamlit run` itself opens
+the browser: the course map, the dashboard's front door (its title, every lesson's row and the closing caption
+shown, the script run over: COURSE_MAP_JS). Chromium is started before the clock, once, with a fresh context for
+every run. Also the server's CPU seconds (user + system) at that moment: on a machine busy with other work the wall
+times stretch, the CPU seconds much less.
+
+The reference, in the same run, interleaved with the servers: a fresh `python -c "import streamlit, torch"` (the
+least any server of this app pays before its first page), timed from its start to its exit, as many times as
+servers. The report: medians of both and their ratio (issue 45 asks for the course map within 1.5 x the reference),
+with the load average (1 min) at each run.
+
+--until first-chart URL_PATH  wait instead for the first heatmap drawn (the `.al-heatmap[data-drawn]` its canvas
+             sets once painted) on the page at URL_PATH (e.g. `self_attention`): the measure before the course map
+             became the front door.
 
 --open-after S  open the page S seconds after the server first answers (default 0: at once, as `streamlit run`
              opens a browser itself; a person who copies the printed address takes a few seconds), and report also
@@ -56,6 +66,18 @@ sys.argv = ["streamlit", "run", *sys.argv[1:]]
 main()
 """
 FIRST_CHART_JS = "() => document.querySelector('.al-heatmap[data-drawn]') !== null"
+# The course map drawn: its title, the last lesson's row and the caption under the rows shown, the run over (the
+# rows are `st.container(key="co-map-<lesson>")`, ui/pages/course/flow.py's course_map)
+COURSE_MAP_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.dataset.testScriptState !== 'notRunning') return false;
+  const rows = document.querySelectorAll('[data-testid="stMain"] [class*="st-key-co-map-"]');
+  const main = document.querySelector('[data-testid="stMain"]');
+  return rows.length > 0 && rows[rows.length - 1].getBoundingClientRect().height > 0
+    && main.innerText.includes('Your progress travels in this page');
+}"""
+REFERENCE = "import streamlit, torch"
+UNTIL = [COURSE_MAP_JS, ""]  # what "drawn" means, and the page's URL path (--until)
 APP = '[data-testid="stApp"]'
 
 
@@ -93,8 +115,8 @@ def one_run(browser, root: Path, log: Path, modules: Path | None = None, pages: 
         out["health_s"] = time.monotonic() - t0
         time.sleep(OPEN_AFTER[0])
         opened = time.monotonic()
-        page.goto(base, wait_until="commit")
-        page.wait_for_function(FIRST_CHART_JS, timeout=120_000, polling=20)
+        page.goto(f"{base}/{UNTIL[1]}", wait_until="commit")
+        page.wait_for_function(UNTIL[0], timeout=120_000, polling=20)
         out["first_chart_s"] = time.monotonic() - t0
         out["open_to_chart_s"] = time.monotonic() - opened
         cpu = psutil.Process(proc.pid).cpu_times()
@@ -111,6 +133,15 @@ def one_run(browser, root: Path, log: Path, modules: Path | None = None, pages: 
         context.close()
         live_server.stop(proc)
     return out
+
+
+def reference(root: Path) -> float:
+    """Seconds of a fresh `python -c "import streamlit, torch"` (the servers' Python), from its start to its exit."""
+    t0 = time.monotonic()
+    subprocess.run(
+        [SERVER_PYTHON[0], "-c", REFERENCE], cwd=root, check=True, env={**os.environ, "PYTHONPATH": str(root)}
+    )
+    return time.monotonic() - t0
 
 
 def page_paths(root: Path) -> list[str]:
@@ -155,7 +186,14 @@ def main() -> None:
     parser.add_argument("--root", type=Path, nargs="+", default=[ROOT])
     parser.add_argument("--server-python", help="the Python that runs the servers (default: this one)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--until", nargs=2, metavar=("first-chart", "URL_PATH"),
+                        help="time the first heatmap drawn on that page instead of the course map")  # fmt: skip
     args = parser.parse_args()
+    if args.until:
+        if args.until[0] != "first-chart":
+            parser.error("--until takes first-chart and a page's URL path")
+        UNTIL[:] = [FIRST_CHART_JS, args.until[1].strip("/")]
+    what = "first chart" if args.until else "course map"
     if args.server_python:
         SERVER_PYTHON[0] = args.server_python
     OPEN_AFTER[0] = args.open_after
@@ -169,21 +207,31 @@ def main() -> None:
     report: dict = {str(root): {"runs": []} for root in roots}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=live_server.CHROMIUM_ARGS)
+        refs: list[float] = []
         for k in range(args.runs):
+            refs.append(reference(roots[0]))
+            print(f"reference run {k + 1}: python -c {REFERENCE!r} {refs[-1]:.2f} s "
+                  f"(load average {os.getloadavg()[0]:.2f})", flush=True)  # fmt: skip
             for root in roots:
                 run = one_run(browser, root, Path(tmp) / f"server{k}.log")
+                run["load"] = os.getloadavg()[0]
                 report[str(root)]["runs"].append(run)
-                print(f"{root} run {k + 1}: healthy {run['health_s']:.2f} s, first chart {run['first_chart_s']:.2f} s "
-                      f"({run['open_to_chart_s']:.2f} s after the page opened; "
-                      f"server CPU {run['server_cpu_s']:.2f} s)", flush=True)  # fmt: skip
+                print(f"{root} run {k + 1}: healthy {run['health_s']:.2f} s, {what} {run['first_chart_s']:.2f} s "
+                      f"({run['open_to_chart_s']:.2f} s after the page opened; server CPU {run['server_cpu_s']:.2f} s; "
+                      f"load average {run['load']:.2f})", flush=True)  # fmt: skip
+        ref = statistics.median(refs)
+        report["reference"] = {"code": REFERENCE, "runs_s": refs, "median_s": ref}
+        print(f"reference: python -c {REFERENCE!r}, median of {args.runs}: {ref:.2f} s "
+              f"({', '.join(f'{r:.2f}' for r in refs)})")  # fmt: skip
         for root in roots:
             mine = report[str(root)]
-            for key in ("health_s", "first_chart_s", "open_to_chart_s", "server_cpu_s"):
+            for key in ("health_s", "first_chart_s", "open_to_chart_s", "server_cpu_s", "load"):
                 mine[f"median_{key}"] = statistics.median(r[key] for r in mine["runs"])
+            mine["ratio"] = mine["median_first_chart_s"] / ref
             print(f"{root}: median of {args.runs}: healthy {mine['median_health_s']:.2f} s, "
-                  f"first chart {mine['median_first_chart_s']:.2f} s ({mine['median_open_to_chart_s']:.2f} s after the "
-                  f"page opened), server CPU {mine['median_server_cpu_s']:.2f} s "
-                  f"(load average {os.getloadavg()[0]:.1f})")  # fmt: skip
+                  f"{what} {mine['median_first_chart_s']:.2f} s ({mine['median_open_to_chart_s']:.2f} s after the "
+                  f"page opened), server CPU {mine['median_server_cpu_s']:.2f} s; {what} / reference "
+                  f"{mine['ratio']:.2f} (load average {mine['median_load']:.2f})")  # fmt: skip
         if args.pages:
             for root in roots:
                 modules = Path(tmp) / "modules.json"

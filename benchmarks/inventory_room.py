@@ -20,24 +20,24 @@ import sys
 import time
 from pathlib import Path
 
-from attention.lessons import inventory as inv
+from attention.lessons import inventory
 from harness.redis_server import redis_server
 from server.poll import Poll, RedisStore
-from ui.pages import inventory as page
+from ui.pages.inventory import decode, encode, room_question, room_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sheet(forms: tuple[inv.Form, ...], right: int) -> str:
+def sheet(forms: tuple[inventory.Form, ...], right: int) -> str:
     """Right on the first `right` items, a misconception's answer on the rest; the right reason everywhere."""
-    return page.encode({f.item: (f.answer_key if k < right else min(f.answer_misconceptions), f.reason_key)
+    return encode({f.item: (f.answer_key if k < right else min(f.answer_misconceptions), f.reason_key)
                         for k, f in enumerate(forms)})  # fmt: skip
 
 
 def replica(url: str, prefix: str, code: str, phase: str, jobs: list[tuple[str, int]], done) -> None:
     """One replica's learners: each answers the phase's test with its planned number right."""
     poll = Poll(RedisStore(url, prefix=prefix))
-    forms = inv.test(page.room_seed(code), phase)
+    forms = inventory.test(room_seed(code), phase)
     for token, right in jobs:
         poll.answer(code, token, f"inventory.{phase}", sheet(forms, right), address=f"10.0.0.{hash(token) % 250}")
     done.put(time.perf_counter())
@@ -47,24 +47,27 @@ def one_run(url: str, prefix: str, learners: int, replicas: int) -> dict:
     poll = Poll(RedisStore(url, prefix=prefix))
     code, key = poll.open(address="192.0.2.1")
     tokens = [poll.join(code, address=f"10.0.{k // 250}.{k % 250}") for k in range(learners)]
-    n = len(inv.ITEMS)
+    n = len(inventory.ITEMS)
     before = [k % 4 for k in range(learners)]  # 0 to 3 right before
     after = [min(n, b + 3 + k % 5) for k, b in enumerate(before)]  # 3 to 7 more right after
     pre_mean, post_mean = sum(before) / (learners * n), sum(after) / (learners * n)
     expected = (post_mean - pre_mean) / (1 - pre_mean)
     ctx = mp.get_context("spawn")
-    seed = page.room_seed(code)
-    pre_forms, post_forms = inv.test(seed, "pre"), inv.test(seed, "post")  # the projector's, drawn once a room
+    seed = room_seed(code)
+    pre_forms, post_forms = (
+        inventory.test(seed, "pre"),
+        inventory.test(seed, "post"),
+    )  # the projector's, drawn once a room
 
-    def projector() -> inv.Report:
+    def projector() -> inventory.Report:
         """What the projector's page computes on each redraw: every sheet by token, paired, and the report."""
-        pre = {t: page.decode(v, pre_forms) for t, v in poll.sheets(code, key, "inventory.pre").items()}
-        post = {t: page.decode(v, post_forms) for t, v in poll.sheets(code, key, "inventory.post").items()}
-        return inv.report(pre_forms, post_forms, pre, post)
+        pre = {t: decode(v, pre_forms) for t, v in poll.sheets(code, key, "inventory.pre").items()}
+        post = {t: decode(v, post_forms) for t, v in poll.sheets(code, key, "inventory.post").items()}
+        return inventory.report(pre_forms, post_forms, pre, post)
 
     redraws = []
     for phase, plan in (("pre", before), ("post", after)):
-        poll.ask(code, key, page.room_question(code, phase))
+        poll.ask(code, key, room_question(code, phase))
         done = ctx.Queue()
         jobs = [[(t, r) for k, (t, r) in enumerate(zip(tokens, plan, strict=True)) if k % replicas == i]
                 for i in range(replicas)]  # fmt: skip

@@ -2,11 +2,10 @@
 
 import streamlit as st
 
+import attention.models.circuits.chat
 import ui
 from attention.llm import decoding
-from attention.models import circuits as circuits_math
-from attention.models import smollm2 as S
-from attention.models.circuits import chat as circuits
+from attention.models import circuits, smollm2
 from ui.pages import chat, llm
 
 st.title("Inside a chat model")
@@ -20,8 +19,8 @@ ui.lesson_link("pages/chat_model.py")  # this page's lesson in the course
 model = chat.model_or_stop()
 preset = ui.toggle(chat.PREFIX + "induction", container=st)
 if preset:
-    ids = S.induction_ids(model)
-    prompt = S.Prompt("", ids, S.labels(model, ids), False)
+    ids = smollm2.induction_ids(model)
+    prompt = smollm2.Prompt("", ids, smollm2.labels(model, ids), False)
     st.caption("20 random tokens, then the same 20 again: from the second copy on, the next token is predictable.")
 else:
     text = str(ui.text(chat.PREFIX + "prompt", container=st, label="Prompt"))
@@ -36,7 +35,7 @@ st.subheader("The next token")
 c = st.columns(2)
 temperature = float(ui.slider(chat.PREFIX + "temperature", container=c[0], step=0.05))
 top_k = int(ui.slider(chat.PREFIX + "top_k", container=c[0]))
-probabilities = S.next_token_probabilities(run.logits[-1], temperature, top_k)
+probabilities = smollm2.next_token_probabilities(run.logits[-1], temperature, top_k)
 c[1].dataframe(chat.top_frame(model, probabilities, min(top_k, 10)), hide_index=True, height=250)
 c[0].caption("The model's probabilities for the token after the prompt: softmax(logits / temperature) over the "
              "top-k.")  # fmt: skip
@@ -45,11 +44,11 @@ n = int(chat.p("generate"))
 generation = chat.generated(prompt.ids, n, temperature, top_k)
 asked, n = n, min(n, len(generation))  # a link's many tokens come over several clicks (chat.STEPS_PER_RUN)
 row = st.container(horizontal=True, vertical_alignment="center")
-row.button("Generate one token", on_click=chat.add_token, args=(n + 1,), disabled=n >= S.MAX_GENERATE,
+row.button("Generate one token", on_click=chat.add_token, args=(n + 1,), disabled=n >= smollm2.MAX_GENERATE,
            icon=":material/arrow_forward:")  # fmt: skip
-many = int(row.number_input("Tokens to generate", 1, S.MAX_GENERATE, 16, key="chat:many", width=120,
+many = int(row.number_input("Tokens to generate", 1, smollm2.MAX_GENERATE, 16, key="chat:many", width=120,
                             label_visibility="collapsed", help="Tokens one click generates, streamed."))  # fmt: skip
-streaming = row.button(f"Generate {many} tokens", disabled=n >= S.MAX_GENERATE, key="chat:stream",
+streaming = row.button(f"Generate {many} tokens", disabled=n >= smollm2.MAX_GENERATE, key="chat:stream",
                        icon=":material/fast_forward:")  # fmt: skip
 row.button("Start again", on_click=chat.add_token, args=(0,), disabled=n == 0)
 chat.generation_bound(asked, n)
@@ -57,13 +56,13 @@ if streaming:
     chat.stream(model, prompt, n, many, temperature, top_k)  # each token written as it comes, then one rerun
 if n:
     new = generation.tokens[:n]
-    chat.token_chips([*prompt.tokens, *S.labels(model, new)], generated_from=len(prompt.ids))
+    chat.token_chips([*prompt.tokens, *smollm2.labels(model, new)], generated_from=len(prompt.ids))
     chat.speed_caption()
     cached = generation.prompt_length + n  # tokens in the cache after step n
     layer_bytes = decoding.cache_bytes(model.kv_heads, cached, model.d_head, model.d_head)
     layer_now = int(chat.p("layer"))
     st.markdown(
-        f"Step {n}: the token **“{chat.visible(S.labels(model, [new[-1]])[0])}”** went through the model as one "
+        f"Step {n}: the token **“{chat.visible(smollm2.labels(model, [new[-1]])[0])}”** went through the model as one "
         f"query reading the cache of {cached - 1} earlier tokens; the cache now holds {cached} tokens, "
         f"{model.n_layers * layer_bytes / 1024:,.0f} KiB in all ({layer_bytes / 1024:,.1f} KiB a layer: keys and "
         f"values of {model.kv_heads} K/V heads × {cached} tokens × {model.d_head} numbers × 4 bytes)."
@@ -80,13 +79,13 @@ if n:
 
 st.subheader("Every head at once")
 weights_map = run.weights
-scores = S.head_scores(weights_map, prompt.ids)
-behaviour = ui.segmented(chat.PREFIX + "behaviour", format_func=S.BEHAVIOURS.get)
+scores = smollm2.head_scores(weights_map, prompt.ids)
+behaviour = ui.segmented(chat.PREFIX + "behaviour", format_func=smollm2.BEHAVIOURS.get)
 layer, head = int(chat.p("layer")), int(chat.p("head"))
-chat.head_map(scores[behaviour], f"{S.BEHAVIOURS[behaviour]} score of every head", layer, head)
+chat.head_map(scores[behaviour], f"{smollm2.BEHAVIOURS[behaviour]} score of every head", layer, head)
 best = divmod(int(scores[behaviour].argmax()), model.heads)
 st.caption(
-    f"Click a cell to open that head (outlined: layer {layer}, head {head}). Highest {S.BEHAVIOURS[behaviour]} "
+    f"Click a cell to open that head (outlined: layer {layer}, head {head}). Highest {smollm2.BEHAVIOURS[behaviour]} "
     f"score: layer {best[0]}, head {best[1]} ({float(scores[behaviour].max()):.2f})."
 )
 
@@ -94,7 +93,7 @@ st.subheader("What each head writes")
 writes = llm.writes_or_warn(prompt.ids)
 if writes is not None:
     candidates = [int(i) for i in run.logits[-1].topk(10).indices]
-    name = lambda i: f"“{chat.visible(S.labels(model, [i])[0])}”"  # noqa: E731
+    name = lambda i: f"“{chat.visible(smollm2.labels(model, [i])[0])}”"  # noqa: E731
     c = st.columns(2)
     # by rank among the 10 most probable, so that a link names the same choice on the same prompt
     rank = ui.pick(chat.PREFIX + "target", list(range(len(candidates))), "The next token", container=c[0],
@@ -102,8 +101,8 @@ if writes is not None:
     other = ui.pick(chat.PREFIX + "versus", list(range(len(candidates) + 1)), "Minus the logit of", container=c[1],
                     format_func=lambda k: "nothing" if k == 0 else name(candidates[k - 1]))  # fmt: skip
     target, versus = candidates[int(rank)], None if int(other) == 0 else candidates[int(other) - 1]
-    split = circuits.attribution(model, writes, target, versus)
-    grid = circuits_math.by_head(split, model.n_layers, model.heads)
+    split = attention.models.circuits.chat.attribution(model, writes, target, versus)
+    grid = circuits.by_head(split, model.n_layers, model.heads)
     what = f"logit[{name(target)}]" + ("" if versus is None else f" − logit[{name(versus)}]")
     cell = ui.heatmap(grid, [f"L{i}" for i in range(model.n_layers)], [f"h{h}" for h in range(model.heads)],
                       title=f"Each head's direct contribution to {what}", key="chat:writes", selectable="cell",
@@ -111,7 +110,7 @@ if writes is not None:
     if cell is not None and divmod(cell, model.heads) != (layer, head):
         chat.go_to(*divmod(cell, model.heads))
         st.rerun()
-    parts = circuits_math.totals(split)
+    parts = circuits.totals(split)
     st.caption(
         f"{what} = {float(split.logit):.2f} = the embedding {parts['embed']:+.2f} + the 270 heads "
         f"{parts['head']:+.2f} + the 30 MLPs {parts['mlp']:+.2f}. Each part of the last token's residual stream, "
@@ -126,10 +125,10 @@ if writes is not None:
     read = sorted(range(len(row)), key=lambda j: -float(row[j]))[:3]
     st.markdown(f"**What L{layer}H{head} writes** when it reads the tokens it looks at most "
                 f"({float(grid[layer, head]):+.3f} of {what})")  # fmt: skip
-    st.dataframe(llm.ov_frame(tok, row, read, layer, head, prompt.ids, lambda ids: S.labels(model, ids)),
+    st.dataframe(llm.ov_frame(tok, row, read, layer, head, prompt.ids, lambda ids: smollm2.labels(model, ids)),
                  hide_index=True)  # fmt: skip
     with st.spinner("The copying score (once per server: Eᵀ E over 49,152 tokens)…"):
-        copying = circuits.head_copying(model, layer, head)
+        copying = attention.models.circuits.chat.head_copying(model, layer, head)
     st.caption(
         "Each row: a token this head reads, and the tokens its OV circuit (W_E W_V W_O W_U, norm gains folded) "
         "writes most when it reads it (own rank: where the token read ranks among them). Copying score "
@@ -137,7 +136,7 @@ if writes is not None:
         "the 64 × 64 matrix W_O (W_U W_E) W_V; +1 when the head copies what it reads, −1 when it suppresses it."
     )
     key = next((j for j in read if j > 0), read[0])
-    qk = circuits.qk(model, writes, layer, head, len(prompt.ids) - 1, key)
+    qk = attention.models.circuits.chat.qk(model, writes, layer, head, len(prompt.ids) - 1, key)
     st.markdown(f"**Why it looks there**: the last token's score for “{tok[key]}”, split")
     st.dataframe(llm.qk_frame(qk), hide_index=True)
     st.caption(
@@ -160,7 +159,7 @@ if result is not None:
     ui.heatmap(result.embeddings, tok, ui.dim_labels(result.embeddings.shape[1]), title=f"Normalized input entering "
                f"layer {layer}", key="chat:x", container=top[0], annotate=False)  # fmt: skip
     top[0].caption("RMSNorm(x) × gain: 576 numbers a token, what every head of this layer reads.")
-    unrotated = S.omega_without_rope(result)[0]
+    unrotated = smollm2.omega_without_rope(result)[0]
     rope_on = ui.toggle(chat.PREFIX + "rope", container=top[1])
     ui.heatmap(result.omega[0] if rope_on else unrotated, tok, tok,
                title="Omega = Q Kᵀ" + (" (RoPE)" if rope_on else " (without RoPE)"), key="chat:omega",
@@ -208,7 +207,7 @@ ablate = ui.segmented(chat.PREFIX + "ablate", format_func={"none": "nothing", "h
                                                             "layer": f"all 9 heads of layer {layer}"}.get)  # fmt: skip
 if ablate != "none":
     off = ((layer, head),) if ablate == "head" else tuple((layer, h) for h in range(model.heads))
-    after = S.next_token_probabilities(chat.ablated_logits(prompt.ids, off), temperature, top_k)
+    after = smollm2.next_token_probabilities(chat.ablated_logits(prompt.ids, off), temperature, top_k)
     before_top, after_top = chat.top_frame(model, probabilities, 5), chat.top_frame(model, after, 5)
     left, right = st.columns(2)
     left.markdown("**With every head**")

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from attention.models import interpret, minilm
-from ui.pages import model as real
+from ui.pages.model import BEHAVIOURS, MODEL_VIEW_MAX, go_to, head_result, model_view, run_or_stop, token_chips
 
 st.title("Inside a real model")
 st.caption(
@@ -15,26 +15,26 @@ st.caption(
 ui.show_url_warnings(sentence=minilm.DEFAULT_SENTENCE, head=1)
 ui.lesson_link("pages/real_model.py")  # this page's lesson in the course
 ui.controls(["sentence"])
-model, run = real.run_or_stop(str(ui.get("sentence")))
+model, run = run_or_stop(str(ui.get("sentence")))
 tok = ui.labels(run.tokens)
 
 st.subheader("The tokens the model sees")
-real.token_chips(run.tokens)
+token_chips(run.tokens)
 st.caption(
     f"{len(run.tokens)} subword tokens: [CLS] opens every input and [SEP] closes it; a word the vocabulary lacks "
     "is cut into pieces, the later ones marked ##; a character it cannot read is [UNK]."
 )
 
 st.subheader("Every head at once")
-if len(run.tokens) <= real.MODEL_VIEW_MAX:
-    real.model_view(run, int(ui.get("layer")), int(ui.get("head")))
+if len(run.tokens) <= MODEL_VIEW_MAX:
+    model_view(run, int(ui.get("layer")), int(ui.get("head")))
     st.caption(
         "One map a head (h0 to h11, ◆ the one shown below), in each its layers L0 to L5 from top to bottom, each a "
         "query × key map (keys numbered as the tokens) of weights from 0 (dark) to 1 (bright). Click a row to "
         "open that head and follow that token."
     )
 else:
-    st.info(f"The model view is drawn for up to {real.MODEL_VIEW_MAX} tokens; pick a layer and head below.")
+    st.info(f"The model view is drawn for up to {MODEL_VIEW_MAX} tokens; pick a layer and head below.")
 
 st.subheader("One head, step by step")
 c = st.columns([1, 1, 2])
@@ -44,7 +44,7 @@ with c[2]:
     toy = ui.toggle("toy", container=st)
     if toy:
         seed = int(ui.slider("seed", container=st))
-result = real.head_result(run, layer, head, seed if toy else None)
+result = head_result(run, layer, head, seed if toy else None)
 if toy:
     st.info(
         "Random weights: the same inputs, shapes and scale as the trained head, with every number of W_query, "
@@ -107,13 +107,13 @@ st.markdown("**Head gallery**: every head scored on this sentence for what heads
 scores = run.scores
 values = scores.scores()
 best = interpret.best_heads(scores)
-shown = ui.segmented("behaviour", format_func=real.BEHAVIOURS.get)  # in the link, like every control
+shown = ui.segmented("behaviour", format_func=BEHAVIOURS.get)  # in the link, like every control
 ui.heatmap(values[shown], [f"layer {i}" for i in range(6)], [f"h{j}" for j in range(12)],
-           title=f"Score: {real.BEHAVIOURS[shown]}", kind="weights", key="rm:gallery")  # fmt: skip
+           title=f"Score: {BEHAVIOURS[shown]}", kind="weights", key="rm:gallery")  # fmt: skip
 jumps = st.container(horizontal=True, wrap=True, vertical_alignment="center")  # as wide as their labels
 jumps.markdown("**Go to the best head for**")
 for name, (b_layer, b_head) in best.items():
-    jumps.button(f"{real.BEHAVIOURS[name]}: L{b_layer} h{b_head}", key=f"rm:best:{name}", on_click=real.go_to,
+    jumps.button(f"{BEHAVIOURS[name]}: L{b_layer} h{b_head}", key=f"rm:best:{name}", on_click=go_to,
                  args=(b_layer, b_head))  # fmt: skip
 pair = interpret.coreference_pair(run.encoding.tokens)  # the pronoun and the antecedent the score reads
 if scores.coreference is None or pair is None:

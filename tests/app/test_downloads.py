@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 import ui
 from attention import Config, Result, compute, presets
 from attention.io import export
-from attention.io.cli.main import main as cli
+from attention.io.cli.main import main
 from server import media
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,7 +250,7 @@ def test_the_command_line_in_the_note_writes_the_same_numbers(
     assert command[:3] == ["python", "-m", "attention"] and command[-2:] == ["--format", "json"]
     (tmp_path / ui.exports.INPUTS_FILE).write_text(ui.export_file("inputs", ui.exports._Recipe.of(config)))
     monkeypatch.chdir(tmp_path)
-    assert cli(command[3:]) == 0
+    assert main(command[3:]) == 0
     written, want = json.loads(capsys.readouterr().out), json.loads(export.to_json(compute(config)))
     assert written["output"] == want["output"]
     for name in ("omega", "weights", "dropped_weights", "context", "mask"):

@@ -15,9 +15,8 @@ from attention import Config, compute, masks
 from attention.io import export
 from attention.io.cli.main import main
 from attention.lessons import compare, pitfalls, scaling
-from harness import charts as chart_reader
-from harness.charts import ok
-from harness.charts import open_ok as app
+from harness import charts
+from harness.charts import ok, open_ok
 
 ROOT = Path(__file__).resolve().parents[2]
 W = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23): every page computes with them
@@ -40,7 +39,7 @@ def frame(at: AppTest, column: str):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_each_experiment_renders_at_its_defaults(page: str) -> None:
-    at = app(page)
+    at = open_ok(page)
     assert [t.value for t in at.title] == [PAGES[page]]
     assert not at.warning
     assert len(at.caption) >= 3  # a sentence of explanation per panel
@@ -55,7 +54,7 @@ def summary(at: AppTest) -> str:
 
 
 def test_compare_opens_on_a_seed_difference_and_states_it() -> None:
-    at = app("compare")
+    at = open_ok("compare")
     a, b = compute(Config(**W)), compute(Config(seed=124, **W))
     d = compare.diff(a, b)
     assert summary(at) == d.summary(export.labels(a.tokens), export.labels(a.key_tokens))
@@ -75,7 +74,7 @@ def test_compare_opens_on_a_seed_difference_and_states_it() -> None:
     ],
 )
 def test_compare_reacts_to_each_side(kind: str, key: str, value, changed: str | None) -> None:
-    at = app("compare")
+    at = open_ok("compare")
     before = summary(at)
     getattr(at, kind)(key=key).set_value(value).run()
     ok(at)
@@ -88,7 +87,7 @@ def test_compare_reacts_to_each_side(kind: str, key: str, value, changed: str | 
 
 
 def test_compare_presets_and_copy() -> None:
-    at = app("compare")
+    at = open_ok("compare")
     at.button(key="cmp:preset:scaled vs unscaled").click().run()
     ok(at)
     assert summary(at).startswith("B changes scale “sqrt” → “none”. ")
@@ -104,13 +103,13 @@ def test_compare_presets_and_copy() -> None:
 
 
 def test_compare_switches_the_matrix_and_explains_widths_that_differ() -> None:
-    at = app("compare", b_d_v="5", cview="context")
+    at = open_ok("compare", b_d_v="5", cview="context")
     assert at.radio(key="w:cview").value == "context"
     assert any("different widths" in i.value for i in at.info)
 
 
 def test_a_compare_link_reopens_both_sides() -> None:
-    at = app("compare", seed="3", b_seed="9", b_mask="window", b_window="2", b_heads="2", cview="omega")
+    at = open_ok("compare", seed="3", b_seed="9", b_mask="window", b_window="2", b_heads="2", cview="omega")
     assert not at.warning
     assert at.number_input(key="w:seed").value == 3
     assert at.number_input(key="w:b_seed").value == 9
@@ -124,7 +123,7 @@ def test_a_compare_link_reopens_both_sides() -> None:
 
 
 def test_a_bad_compare_link_warns_and_opens_the_defaults() -> None:
-    at = app("compare", b_seed="abc", b_mask="nope")
+    at = open_ok("compare", b_seed="abc", b_mask="nope")
     shown = at.warning[0].value.replace("\\", "")
     assert len(at.warning) == 1 and "b_mask (one of none, causal" in shown
     assert "b_seed (a whole number from 0 to 9999)." in shown  # the warning says what the link may hold
@@ -139,7 +138,7 @@ def at_d_k(at: AppTest):
 
 
 def test_scaling_shows_the_sweep_it_plots() -> None:
-    at = app("scaling")
+    at = open_ok("scaling")
     sweep = scaling.scaling_sweep(seeds=range(123, 123 + 32), tokens=6)
     table = frame(at, "entropy, unscaled")
     assert table["d_k"].tolist() == list(scaling.DK_GRID)
@@ -155,7 +154,7 @@ def test_scaling_shows_the_sweep_it_plots() -> None:
 @pytest.mark.parametrize(("kind", "key", "value"), [("slider", "w:d_k", 128), ("number_input", "w:seed", 5),
                                                     ("slider", "w:nseeds", 8)])  # fmt: skip
 def test_scaling_reacts_to_d_k_and_the_seeds(kind: str, key: str, value: int) -> None:
-    at = app("scaling")
+    at = open_ok("scaling")
     before = at_d_k(at)
     getattr(at, kind)(key=key).set_value(value).run()
     ok(at)
@@ -164,7 +163,7 @@ def test_scaling_reacts_to_d_k_and_the_seeds(kind: str, key: str, value: int) ->
 
 
 def test_the_temperature_sharpens_and_flattens_the_weights() -> None:
-    at = app("scaling")
+    at = open_ok("scaling")
 
     def shown() -> tuple[float, float]:
         values = {m.label: float(m.value) for m in at.metric[2:]}  # the right-hand pair: at τ
@@ -181,7 +180,7 @@ def test_the_temperature_sharpens_and_flattens_the_weights() -> None:
 
 
 def test_a_scaling_link_reopens_its_view() -> None:
-    at = app("scaling", d_k="64", temp="2.5", nseeds="8")
+    at = open_ok("scaling", d_k="64", temp="2.5", nseeds="8")
     assert not at.warning
     assert at.slider(key="w:d_k").value == 64
     assert at.slider(key="w:temp").value == 2.5
@@ -198,7 +197,7 @@ def marks(at: AppTest) -> dict[str, tuple[str, ...]]:
 
 
 def test_pitfalls_mark_the_invariants_each_version_breaks() -> None:
-    at = app("pitfalls")
+    at = open_ok("pitfalls")
     assert marks(at) == {p.name: p.broken for p in pitfalls.pitfalls(Config())}
     assert marks(at)["Correct"] == ()
     assert any("causal mask is used" in c.value for c in at.caption)
@@ -208,7 +207,7 @@ def test_pitfalls_mark_the_invariants_each_version_breaks() -> None:
 @pytest.mark.parametrize(("kind", "key", "value"), [("slider", "w:heads", 2), ("number_input", "w:seed", 5),
                                                     ("selectbox", "w:mask", "padding")])  # fmt: skip
 def test_pitfalls_react_to_the_controls(kind: str, key: str, value) -> None:
-    at = app("pitfalls")
+    at = open_ok("pitfalls")
     before = [c.value for c in at.caption]
     getattr(at, kind)(key=key).set_value(value).run()
     ok(at)
@@ -217,17 +216,17 @@ def test_pitfalls_react_to_the_controls(kind: str, key: str, value) -> None:
 
 
 def test_a_pitfalls_link_reopens_its_view() -> None:
-    at = app("pitfalls", heads="3", mask="window", window="2")
+    at = open_ok("pitfalls", heads="3", mask="window", window="2")
     assert at.slider(key="w:heads").value == 3 and at.selectbox(key="w:mask").value == "window"
     assert not any("causal mask is used" in c.value for c in at.caption)
     config = Config(heads=3, mask="window", window=2)
     assert marks(at) == {p.name: p.broken for p in pitfalls.pitfalls(config)}
-    titles = list(chart_reader.headers(at))
+    titles = list(charts.headers(at))
     assert "Mistake: head 1 queries · head 2 keys" in titles
 
 
 def test_pitfalls_refuse_a_sentence_too_long_for_them() -> None:
-    at = app("pitfalls", sentence=" ".join(["word"] * 65))
+    at = open_ok("pitfalls", sentence=" ".join(["word"] * 65))
     assert "up to 64 tokens" in at.info[0].value
 
 
@@ -239,7 +238,7 @@ def cmask(rows: list[list[bool]]) -> str:
 
 
 def test_the_editor_starts_from_templates() -> None:
-    at = app("mask_editor")
+    at = open_ok("mask_editor")
     at.slider(key="w:window").set_value(2).run()
     at.button(key="me:window").click().run()
     ok(at)
@@ -254,7 +253,7 @@ def test_the_editor_starts_from_templates() -> None:
 
 
 def test_the_editor_command_follows_the_setting() -> None:
-    at = app("mask_editor")
+    at = open_ok("mask_editor")
     weights = "--init=normal --draws=stable"  # the page's weights, which the command line does not start from
     assert [c.value for c in at.code] == [f"python -m attention {weights} --custom-mask mask.json"]
     at.number_input(key="w:seed").set_value(5).run()
@@ -273,7 +272,7 @@ def test_the_editor_export_is_what_the_command_line_reads(monkeypatch, tmp_path,
 
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
     rows = [[True, False, True], [False, True, False], [True, True, True]]
-    at = app("mask_editor", sentence="the cat -sat", d_k="8", seed="3", custom_mask=cmask(rows))
+    at = open_ok("mask_editor", sentence="the cat -sat", d_k="8", seed="3", custom_mask=cmask(rows))
     assert at.session_state["p:custom_mask"] == cmask(rows)
     url = at.get("download_button")[0].proto.url
     path = tmp_path / "mask.json"
@@ -289,7 +288,7 @@ def test_the_editor_export_is_what_the_command_line_reads(monkeypatch, tmp_path,
 
 
 def test_the_editor_refuses_a_sentence_too_long_to_edit() -> None:
-    at = app("mask_editor", sentence=" ".join(["w"] * 41))
+    at = open_ok("mask_editor", sentence=" ".join(["w"] * 41))
     assert "up to 40 tokens" in at.info[0].value
 
 
@@ -301,7 +300,7 @@ def lookup(at: AppTest):
 
 
 def test_the_soft_lookup_shows_the_focus_tokens_weights() -> None:
-    at = app("soft_lookup")
+    at = open_ok("soft_lookup")
     r = compute(Config(**W))
     table = lookup(at)
     assert table["key"].tolist() == [f"{j + 1} {w}" for j, w in enumerate(r.tokens)]
@@ -313,7 +312,7 @@ def test_the_soft_lookup_shows_the_focus_tokens_weights() -> None:
 @pytest.mark.parametrize(("kind", "key", "value"), [("selectbox", "w:token", 4), ("number_input", "w:seed", 9),
                                                     ("selectbox", "w:mask", "causal")])  # fmt: skip
 def test_the_soft_lookup_reacts_to_its_controls(kind: str, key: str, value) -> None:
-    at = app("soft_lookup")
+    at = open_ok("soft_lookup")
     before = lookup(at)["weight α"].tolist()
     getattr(at, kind)(key=key).set_value(value).run()
     ok(at)
@@ -322,7 +321,7 @@ def test_the_soft_lookup_reacts_to_its_controls(kind: str, key: str, value) -> N
 
 
 def test_a_soft_lookup_link_reopens_its_view() -> None:
-    at = app("soft_lookup", token="3", heads="2", head="1", mask="causal")
+    at = open_ok("soft_lookup", token="3", heads="2", head="1", mask="causal")
     assert at.selectbox(key="w:token").value == 3 and at.selectbox(key="w:head").value == 1
     r = compute(Config(heads=2, mask="causal", **W))
     table = lookup(at)
@@ -331,10 +330,10 @@ def test_a_soft_lookup_link_reopens_its_view() -> None:
 
 
 def test_the_soft_lookup_draws_values_and_their_weighted_rows_on_one_scale() -> None:
-    at = app("soft_lookup")
-    shown = chart_reader.headers(at)
+    at = open_ok("soft_lookup")
+    shown = charts.headers(at)
     ends = {shown[t]["maxAbs"] for t in ("values v", "α · v", "context z = Σ α · v")}
     assert len(ends) == 1  # the same colour means the same number in all three
-    values, weighted = (chart_reader.heatmaps(at)[t][0] for t in ("values v", "α · v"))
+    values, weighted = (charts.heatmaps(at)[t][0] for t in ("values v", "α · v"))
     assert ends.pop() == pytest.approx(float(values.abs().max()), rel=1e-6)
     assert float(weighted.abs().max()) < float(values.abs().max())  # so the weighted rows draw fainter

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from attention.lessons import inventory as inv
+from attention.lessons import inventory
 from harness.charts import open_page
-from ui.pages import inventory as page
+from ui.pages.inventory import decode, encode
 
 
 def texts(at: AppTest) -> str:
@@ -15,7 +15,7 @@ def texts(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
-def answer(at: AppTest, forms: tuple[inv.Form, ...], phase: str, right: set[str]) -> AppTest:
+def answer(at: AppTest, forms: tuple[inventory.Form, ...], phase: str, right: set[str]) -> AppTest:
     """Fill the test: right on the items named, the first misconception's answer on the rest."""
     for form in forms:
         a = form.answer_key if form.item in right else min(form.answer_misconceptions)
@@ -29,10 +29,10 @@ def answer(at: AppTest, forms: tuple[inv.Form, ...], phase: str, right: set[str]
 def test_a_learner_takes_both_tries_and_sees_their_gain_per_idea():
     at = open_page("inventory", check_seed="42")
     assert at.radio(key="inv:pre:shift:a") is not None
-    pre_forms, post_forms = inv.test(42, "pre"), inv.test(42, "post")
-    ids = [i.id for i in inv.ITEMS]
+    pre_forms, post_forms = inventory.test(42, "pre"), inventory.test(42, "post")
+    ids = [i.id for i in inventory.ITEMS]
     answer(at, pre_forms, "pre", set(ids[:2]))
-    assert at.query_params["check_pre"] == page.encode(
+    assert at.query_params["check_pre"] == encode(
         {
             f.item: (f.answer_key if f.item in ids[:2] else min(f.answer_misconceptions), f.reason_key)
             for f in pre_forms
@@ -52,7 +52,7 @@ def test_a_learner_takes_both_tries_and_sees_their_gain_per_idea():
 def test_the_second_try_asks_other_numbers_than_the_first():
     at = open_page("inventory", check_seed="7")
     first = [m.value for m in at.markdown if m.value.startswith("**1.")]
-    pre_forms = inv.test(7, "pre")
+    pre_forms = inventory.test(7, "pre")
     answer(at, pre_forms, "pre", set())
     at.toggle(key="inv:post-now").set_value(True).run()
     second = [m.value for m in at.markdown if m.value.startswith("**1.")]
@@ -73,8 +73,8 @@ def test_a_mangled_link_starts_over_without_an_error():
 
 
 def test_encode_and_decode_round_trip():
-    forms = inv.test(9, "pre")
+    forms = inventory.test(9, "pre")
     sheet = {f.item: (f.answer_key, None if k % 2 else f.reason_key) for k, f in enumerate(forms)}
-    assert page.decode(page.encode(sheet), forms) == sheet
-    assert page.decode("0" * (2 * len(forms) - 1), forms) == {}
-    assert page.decode("9" * (2 * len(forms)), forms) == {}  # no form has ten choices
+    assert decode(encode(sheet), forms) == sheet
+    assert decode("0" * (2 * len(forms) - 1), forms) == {}
+    assert decode("9" * (2 * len(forms)), forms) == {}  # no form has ten choices

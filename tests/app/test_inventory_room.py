@@ -11,12 +11,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import server.poll
-from attention.lessons import inventory as inv
-from harness.charts import ok
-from harness.charts import open_ok as app
+from attention.lessons import inventory
+from harness.charts import ok, open_ok
 from harness.redis_server import redis_server
 from server.poll import MemoryStore, Poll, RedisStore
-from ui.pages import inventory as page
+from ui.pages.inventory import decode, encode, room_question, room_seed
 
 
 def texts(at: AppTest) -> str:
@@ -50,7 +49,7 @@ def ask(projector: AppTest, qid: str) -> None:
     ok(projector)
 
 
-def send(at: AppTest, forms: tuple[inv.Form, ...], phase: str, right: int) -> None:
+def send(at: AppTest, forms: tuple[inventory.Form, ...], phase: str, right: int) -> None:
     """A phone's sheet: right on the first `right` items, a misconception's answer on the rest."""
     for k, form in enumerate(forms):
         a = form.answer_key if k < right else min(form.answer_misconceptions)
@@ -62,20 +61,20 @@ def send(at: AppTest, forms: tuple[inv.Form, ...], phase: str, right: int) -> No
 
 def room_asking_the_pre_test() -> tuple[AppTest, str, int]:
     """A projector that opened a room and asked the test before the course: it, the room's code and seed."""
-    projector = app("poll_room")
+    projector = open_ok("poll_room")
     projector.button(key="poll:open").click().run()
     code = projector.session_state["p:room"]
     ask(projector, "inventory.pre")
-    return projector, code, page.room_seed(code)
+    return projector, code, room_seed(code)
 
 
 def test_a_room_takes_both_tests_and_the_projector_shows_its_gain(replicas) -> None:
     replicas(0)
     projector, code, seed = room_asking_the_pre_test()
-    pre_forms, post_forms = inv.test(seed, "pre"), inv.test(seed, "post")
+    pre_forms, post_forms = inventory.test(seed, "pre"), inventory.test(seed, "post")
 
     replicas(1)
-    phones = [app("poll", room=code) for _ in range(7)]
+    phones = [open_ok("poll", room=code) for _ in range(7)]
     before = [1, 2, 3, 2, 1, 4, 0]
     for at, right in zip(phones, before, strict=True):
         send(at, pre_forms, "pre", right)
@@ -95,14 +94,14 @@ def test_a_room_takes_both_tests_and_the_projector_shows_its_gain(replicas) -> N
     replicas(0)
     projector.run()
     ok(projector)
-    n = len(inv.ITEMS)
+    n = len(inventory.ITEMS)
     pre_mean, post_mean = sum(before[:6]) / (6 * n), sum(after) / (6 * n)
     gain = (post_mean - pre_mean) / (1 - pre_mean)
     metrics = {m.label: m.value for m in projector.metric}
     assert metrics["Class gain ⟨g⟩"] == f"{gain:.2f}" and metrics["Pairs"] == "6"
     assert metrics["Right before"] == f"{pre_mean:.0%}" and metrics["Right after"] == f"{post_mean:.0%}"
     pre, post = sheets(code, projector)
-    text = inv.export(inv.report(pre_forms, post_forms, pre, post))
+    text = inventory.export(inventory.report(pre_forms, post_forms, pre, post))
     exported = json.loads(text)
     assert exported["pairs"] == 6 and exported["pre_only"] == 1
     assert exported["gain"] == pytest.approx(gain)
@@ -119,26 +118,26 @@ def test_a_room_takes_both_tests_and_the_projector_shows_its_gain(replicas) -> N
 def sheets(code: str, projector: AppTest):
     key = projector.session_state["poll:keys"][code]
     poll = server.poll.shared()
-    seed = page.room_seed(code)
+    seed = room_seed(code)
     out = []
     for phase in ("pre", "post"):
-        forms = inv.test(seed, phase)
-        out.append({t: page.decode(v, forms) for t, v in poll.sheets(code, key, f"inventory.{phase}").items()})
+        forms = inventory.test(seed, phase)
+        out.append({t: decode(v, forms) for t, v in poll.sheets(code, key, f"inventory.{phase}").items()})
     return out
 
 
 def test_fewer_than_five_pairs_show_no_gain(replicas) -> None:
     replicas(0)
     projector, code, seed = room_asking_the_pre_test()
-    phones = [app("poll", room=code) for _ in range(4)]
+    phones = [open_ok("poll", room=code) for _ in range(4)]
     for at in phones:
-        send(at, inv.test(seed, "pre"), "pre", 3)
+        send(at, inventory.test(seed, "pre"), "pre", 3)
     projector.run()
     projector.button(key="poll:reveal").click().run()
     ask(projector, "inventory.post")
     for at in phones:
         at.run()
-        send(at, inv.test(seed, "post"), "post", 9)
+        send(at, inventory.test(seed, "post"), "post", 9)
     projector.run()
     ok(projector)
     assert "4 devices took both tests" in texts(projector)
@@ -148,13 +147,13 @@ def test_fewer_than_five_pairs_show_no_gain(replicas) -> None:
 def test_only_the_instructor_reads_the_sheets_and_a_forged_sheet_is_refused() -> None:
     poll = Poll(MemoryStore())
     code, key = poll.open()
-    poll.ask(code, key, page.room_question(code, "pre"))
+    poll.ask(code, key, room_question(code, "pre"))
     browser = poll.join(code)
     with pytest.raises(server.poll.PollError):
-        poll.answer(code, browser, "inventory.pre", "9" * (2 * len(inv.ITEMS)))
+        poll.answer(code, browser, "inventory.pre", "9" * (2 * len(inventory.ITEMS)))
     with pytest.raises(server.poll.PollError):
         poll.sheets(code, "not-the-key", "inventory.pre")
-    sheet = "00" * len(inv.ITEMS)
+    sheet = "00" * len(inventory.ITEMS)
     poll.answer(code, browser, "inventory.pre", sheet)
     assert poll.sheets(code, key, "inventory.pre") == {browser: sheet}
 
@@ -167,9 +166,9 @@ def test_a_replica_killed_between_the_tests_loses_no_pair_and_redis_holds_no_per
         prefix = f"inv:{uuid.uuid4().hex[:8]}:"
         first = Poll(RedisStore(redis.url, prefix=prefix))
         code, key = first.open(address="198.51.100.7")
-        first.ask(code, key, page.room_question(code, "pre"))
-        seed = page.room_seed(code)
-        pre_forms, post_forms = inv.test(seed, "pre"), inv.test(seed, "post")
+        first.ask(code, key, room_question(code, "pre"))
+        seed = room_seed(code)
+        pre_forms, post_forms = inventory.test(seed, "pre"), inventory.test(seed, "post")
         learners = Poll(RedisStore(redis.url, prefix=prefix))  # the learners' replica
         tokens = [learners.join(code, address=f"203.0.113.{k}") for k in range(6)]
         for k, token in enumerate(tokens):
@@ -177,13 +176,13 @@ def test_a_replica_killed_between_the_tests_loses_no_pair_and_redis_holds_no_per
         first.reveal(code, key)
         del first  # the projector's replica is killed; another serves the instructor's next click
         second = Poll(RedisStore(redis.url, prefix=prefix))
-        second.ask(code, key, page.room_question(code, "post"))
+        second.ask(code, key, room_question(code, "post"))
         for k, token in enumerate(tokens):
             learners.answer(code, token, "inventory.post", sheet_text(post_forms, k + 4), address=f"203.0.113.{k}")
-        pre = {t: page.decode(v, pre_forms) for t, v in second.sheets(code, key, "inventory.pre").items()}
-        post = {t: page.decode(v, post_forms) for t, v in second.sheets(code, key, "inventory.post").items()}
-        report = inv.report(pre_forms, post_forms, pre, post)
-        n = len(inv.ITEMS)
+        pre = {t: decode(v, pre_forms) for t, v in second.sheets(code, key, "inventory.pre").items()}
+        post = {t: decode(v, post_forms) for t, v in second.sheets(code, key, "inventory.post").items()}
+        report = inventory.report(pre_forms, post_forms, pre, post)
+        n = len(inventory.ITEMS)
         assert report.pairs == 6 and report.gain == pytest.approx(4 / (n - sum(range(6)) / 6))
         client = RedisStore(redis.url, prefix=prefix)
         stored = []
@@ -199,7 +198,7 @@ def test_a_replica_killed_between_the_tests_loses_no_pair_and_redis_holds_no_per
         assert all(t in text for t in tokens)  # the anonymous tokens pair the tests: they are there, and only they
 
 
-def sheet_text(forms: tuple[inv.Form, ...], right: int) -> str:
+def sheet_text(forms: tuple[inventory.Form, ...], right: int) -> str:
     """A sheet right on the first `right` items, a misconception's answer on the rest, as a phone sends it."""
-    return page.encode({f.item: (f.answer_key if k < right else min(f.answer_misconceptions), f.reason_key)
+    return encode({f.item: (f.answer_key if k < right else min(f.answer_misconceptions), f.reason_key)
                         for k, f in enumerate(forms)})  # fmt: skip

@@ -9,18 +9,18 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention import Config, compute
-from harness import charts as chart_reader
+from harness import charts
 
 ROOT = Path(__file__).resolve().parents[2]
 W = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23)
 SENTENCE = "Life is short, eat dessert first"  # the dashboard's default: 6 tokens
 
 
-page = chart_reader.open_page
+page = charts.open_page
 
 
-run_widget = chart_reader.set_widget
-drawn = chart_reader.heatmaps
+run_widget = charts.set_widget
+drawn = charts.heatmaps
 
 
 def one(at: AppTest, prefix: str) -> tuple[torch.Tensor, list[str], list[str]]:
@@ -32,7 +32,7 @@ def one(at: AppTest, prefix: str) -> tuple[torch.Tensor, list[str], list[str]]:
 
 def blocked_cells(at: AppTest, title: str) -> torch.Tensor:
     """The blocked flags a heatmap drew, by title."""
-    return {h["title"]: flags for h, _, flags in chart_reader.drawn(at)}[title]
+    return {h["title"]: flags for h, _, flags in charts.drawn(at)}[title]
 
 
 def texts(at: AppTest) -> str:

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import attention
 import ui
-from attention.basics import config as config_module
+from attention.basics import config
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = "w " * 50_000  # 100,000 characters, 50,000 words
@@ -22,13 +22,13 @@ PAGES = ("self_attention", "masks", "multi_head", "cross_attention", "scaling", 
 def split_lengths(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The length of every text given to tokenize, wherever the pages and the package look it up."""
     lengths: list[int] = []
-    real = config_module.tokenize
+    real = config.tokenize
 
     def counting(text: str) -> tuple[str, ...]:
         lengths.append(len(text))
         return real(text)
 
-    for module in (config_module, attention, ui.results):
+    for module in (config, attention, ui.results):
         monkeypatch.setattr(module, "tokenize", counting)
     return lengths
 

@@ -10,26 +10,26 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention import Config, compute, presets
-from harness import charts as chart_reader
+from harness.charts import drawn, frames, headers, heatmaps, open_page
 
 ROOT = Path(__file__).resolve().parents[2]
 OK, BAD = "✅", "❌"
 WEIGHTS = {"init": "normal", "draws": "stable"}  # the dashboard's weights (issue 23); the tutorial's one click away
 
 
-page = chart_reader.open_page
+page = open_page
 
 
 def charts(at: AppTest) -> dict[str, pd.DataFrame]:
     """Every heatmap on the page by title: its numeric frame (i, j, value, blocked)."""
-    return chart_reader.frames(at)
+    return frames(at)
 
 
 def labels(at: AppTest, title: str) -> tuple[list[str], list[str]]:
     """A heatmap's row and column labels."""
-    if title not in chart_reader.headers(at):
+    if title not in headers(at):
         raise AssertionError(f"no chart titled {title!r}")
-    h = chart_reader.headers(at)[title]
+    h = headers(at)[title]
     return h["rows"], h["cols"]
 
 
@@ -193,7 +193,7 @@ def test_masks_empty_sentence_is_refused_with_a_message():
     at = page("masks", mask="custom")
     run_widget(at, "text_area", "w:sentence", "   ")
     assert len(at.error) == 1 and "empty" in at.error[0].value
-    assert not chart_reader.drawn(at)
+    assert not drawn(at)
 
 
 # --------------------------------------------------------------------------- multi-head
@@ -238,12 +238,12 @@ def test_multi_head_at_one_head_offers_a_head_count_that_works(params: dict, mor
 @pytest.mark.parametrize("view", ["weights", "omega"])
 def test_multi_head_small_multiples_share_one_colour_scale(view: str):
     at = page("multi_head", heads="3", headview=view)
-    heads = [h for t, h in chart_reader.headers(at).items() if t.startswith("head ")]
+    heads = [h for t, h in headers(at).items() if t.startswith("head ")]
     assert len(heads) == 3
     ends = {h["maxAbs"] for h in heads}
     assert len(ends) == 1  # one scale for every head
-    frames = [f for t, f in charts(at).items() if t.startswith("head ")]
-    assert ends.pop() == pytest.approx(max(float(f["value"].abs().max()) for f in frames), rel=1e-6)
+    shown = [f for t, f in charts(at).items() if t.startswith("head ")]
+    assert ends.pop() == pytest.approx(max(float(f["value"].abs().max()) for f in shown), rel=1e-6)
     assert not any(h["legend"] for h in heads)  # the caption is the key
     assert "in every head" in texts(at)
 
@@ -281,7 +281,7 @@ def test_multi_head_split_layout_explains_heads_that_do_not_divide_d_model():
     sidebar_errors = [e.value for e in at.sidebar.error]
     assert len(sidebar_errors) == 1 and "3 does not divide it" in sidebar_errors[0]
     assert len(at.main.error) == 1 and "cannot be computed" in at.main.error[0].value
-    assert not chart_reader.drawn(at)
+    assert not drawn(at)
 
 
 def test_multi_head_view_radio_shows_omega():
@@ -384,7 +384,7 @@ def test_presenter_sentence_box_offers_only_the_pages_own_texts():
 def test_cross_empty_second_sentence_is_refused():
     at = run_widget(page("cross_attention"), "text_area", "w:cross_sentence", "")
     assert len(at.error) == 1 and "cross sentence is empty" in at.error[0].value
-    assert not chart_reader.drawn(at)
+    assert not drawn(at)
 
 
 # --------------------------------------------------------------------------- tutorials
@@ -411,7 +411,7 @@ def test_tutorials_every_preset_matches(name):
     assert ("Open the tutorial" in [b.label for b in at.get("link_button")]) == bool(preset.source.link)
     if preset.corrections:
         assert any(preset.corrections[:40] in i.value.replace("\\", "") for i in at.info)
-    assert len(chart_reader.drawn(at)) == 4
+    assert len(drawn(at)) == 4
 
 
 def test_tutorials_shape_checks_show_shapes():
@@ -463,10 +463,10 @@ def test_page_defaults_stay_on_their_page_and_links_reopen_what_they_show():
 
 
 def test_a_split_layout_from_the_multi_head_page_sets_d_k_on_pages_without_the_layout_control():
-    at = chart_reader.open_page("self_attention", head_layout="split", heads="2", d_k="5", d_v="3")
+    at = open_page("self_attention", head_layout="split", heads="2", d_k="5", d_v="3")
     assert {"w:d_k", "w:d_v"}.isdisjoint(s.key for s in at.sidebar.slider) and "w:heads" in [
         s.key for s in at.sidebar.slider
     ]
     captions = [c.value for c in at.sidebar.caption]
     assert "d_k and d_v: set by the split layout (chosen on the Multi-head page) to d_model / heads." in captions
-    assert chart_reader.heatmaps(at)["Context vectors"][0].shape == (6, 8)  # d_v = d_model 16 / 2 heads, not 3
+    assert heatmaps(at)["Context vectors"][0].shape == (6, 8)  # d_v = d_model 16 / 2 heads, not 3

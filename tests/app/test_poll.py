@@ -11,8 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import server.poll
-from harness.charts import ok
-from harness.charts import open_ok as app
+from harness.charts import ok, open_ok
 from harness.redis_server import redis_server
 from server.poll import MemoryStore, Poll, RedisStore
 
@@ -43,7 +42,7 @@ def replicas(request, monkeypatch):
 
 def test_a_room_asks_counts_without_marking_and_reveals_to_everyone(replicas) -> None:
     replicas(0)
-    projector = app("poll_room")
+    projector = open_ok("poll_room")
     projector.button(key="poll:open").click().run()
     ok(projector)
     code = projector.session_state["p:room"]
@@ -57,7 +56,7 @@ def test_a_room_asks_counts_without_marking_and_reveals_to_everyone(replicas) ->
     assert "After the softmax" in texts(projector)
 
     replicas(1)
-    learners = [app("poll", room=code.lower()) for _ in range(3)]  # a code as typed: lower case is fine
+    learners = [open_ok("poll", room=code.lower()) for _ in range(3)]  # a code as typed: lower case is fine
     choices = [b.label for b in learners[0].button if b.key and b.key.startswith("poll:demo.rows:")]
     assert choices == ["0", "1", "the number of keys", "it depends on the sentence"]
     for at, pick in zip(learners, (1, 1, 3), strict=True):
@@ -95,7 +94,7 @@ def test_a_room_asks_counts_without_marking_and_reveals_to_everyone(replicas) ->
 
 def test_a_wrong_code_says_so_and_offers_the_box(replicas) -> None:
     replicas(0)
-    at = app("poll", room="ZZZZZ")
+    at = open_ok("poll", room="ZZZZZ")
     assert "There is no room ZZZZZ" in texts(at)
     assert at.text_input(key="poll:code").value == ""
     code, _ = server.poll.shared().open()
@@ -104,12 +103,12 @@ def test_a_wrong_code_says_so_and_offers_the_box(replicas) -> None:
     ok(at)
     assert at.session_state["p:room"] == code.lower().strip().upper()
     assert "Waiting for the instructor's first question" in texts(at)
-    at = app("poll", room="<b>no</b>")
+    at = open_ok("poll", room="<b>no</b>")
     assert "is not a room code" in texts(at) and "<b>" not in texts(at)  # the link's text shown inert
 
 
 def test_a_learner_without_a_room_sees_the_box_and_no_error() -> None:
-    at = app("poll")
+    at = open_ok("poll")
     assert [t.label for t in at.text_input] == ["Room code"] and not at.warning
     assert "voter" not in at.query_params  # no token before a room
 
@@ -120,7 +119,7 @@ def test_the_poll_says_it_is_paused_when_its_redis_does_not_answer(monkeypatch) 
     gone = Poll(RedisStore(url, timeout_s=0.3))  # the server above has stopped: nothing listens there
     monkeypatch.setattr(server.poll, "shared", lambda: gone)
     for page in ("poll", "poll_room"):
-        at = app(page, room="ABCDE", host="k" * 24)
+        at = open_ok(page, room="ABCDE", host="k" * 24)
         if page == "poll_room":
             at.button(key="poll:open").click().run()
             ok(at)
@@ -138,17 +137,17 @@ def test_the_course_pushes_its_question_into_the_room_its_session_hosts(monkeypa
 
         import streamlit as st
 
-        from server import poll as rooms
-        from ui.pages import poll as ui_poll
+        import server.poll
+        import ui.pages.poll
 
         question = SimpleNamespace(id="course.1", prompt="Which key wins?", kind="choice", choices=["a", "b"],
                                    answer="b")  # fmt: skip
-        st.write(f"without a room: {ui_poll.push(question)}")
-        code, key = rooms.shared().open()
+        st.write(f"without a room: {ui.pages.poll.push(question)}")
+        code, key = server.poll.shared().open()
         st.session_state["p:room"], st.session_state["p:host"] = code, key
-        st.write(f"hosting: {ui_poll.push(question)}")
+        st.write(f"hosting: {ui.pages.poll.push(question)}")
         st.session_state["p:host"] = key[:-1] + ("x" if key[-1] != "x" else "y")
-        st.write(f"wrong key: {ui_poll.push(question)}")
+        st.write(f"wrong key: {ui.pages.poll.push(question)}")
 
     at = AppTest.from_function(script, default_timeout=60).run()
     ok(at)
@@ -165,7 +164,7 @@ def test_the_projector_asks_the_courses_questions_with_the_answer_computed(monke
 
     poll = Poll(MemoryStore())
     monkeypatch.setattr(server.poll, "shared", lambda: poll)
-    projector = app("poll_room")
+    projector = open_ok("poll_room")
     projector.button(key="poll:open").click().run()
     code = projector.session_state["p:room"]
     options = projector.selectbox(key="poll:pick").options
@@ -198,15 +197,15 @@ def test_the_course_in_presenter_mode_asks_the_room_each_lessons_question_on_its
     code, key = poll.open()
     first, second = list(course.QUESTIONS.values())[:2]
     sentence = "every cat chased one small red ball"
-    at = app("course", room=code, host=key, lesson=first.id, sentence=sentence)
+    at = open_ok("course", room=code, host=key, lesson=first.id, sentence=sentence)
     asked = poll.room(code).question
     inputs = {**course.inputs_for(first, {}), **({"sentence": sentence} if "sentence" in first.reads else {})}
     assert asked.id == f"course.{first.id}" and asked.text == first.prompt(inputs)
     assert asked.answer == str(int(first.answer(inputs).value)) or first.kind == "number"
     at.query_params["lesson"] = second.id
-    at = app("course", room=code, host=key, lesson=second.id, sentence=sentence)
+    at = open_ok("course", room=code, host=key, lesson=second.id, sentence=sentence)
     assert poll.room(code).question.id == f"course.{second.id}"
-    nobody = app("course", room=code, host="not-the-key", lesson=first.id)  # a learner's tab asks nothing
+    nobody = open_ok("course", room=code, host="not-the-key", lesson=first.id)  # a learner's tab asks nothing
     ok(nobody)
     assert poll.room(code).question.id == f"course.{second.id}"
 
@@ -222,7 +221,7 @@ def test_a_hosting_tab_asks_lesson_12_once_its_run_is_trained(monkeypatch) -> No
     poll = Poll(MemoryStore())
     monkeypatch.setattr(server.poll, "shared", lambda: poll)
     code, key = poll.open()
-    at = app("course", room=code, host=key, lesson="watch_it_learn", train_seed="31")  # a seed nobody trains
+    at = open_ok("course", room=code, host=key, lesson="watch_it_learn", train_seed="31")  # a seed nobody trains
     assert "The room is asked once the lab has trained" in texts(at)
     assert poll.room(code).question is None or poll.room(code).question.id != "course.watch_it_learn"
     end = time.monotonic() + 240
@@ -250,7 +249,7 @@ def test_a_number_answer_survives_the_pages_refresh_changes_and_is_marked(monkey
     asked = from_course(number, course.inputs_for(number, {}))
     assert isinstance(asked.lo, int | float) and asked.kind == "number"
     poll.ask(code, key, asked)
-    phone = app("poll", room=code)
+    phone = open_ok("poll", room=code)
     phone.number_input(key=f"poll:{asked.id}:number").set_value(float(asked.answer) + 1)
     phone.button(key=f"FormSubmitter:poll:{asked.id}:form-Send").click().run()
     ok(phone)
@@ -279,11 +278,11 @@ def test_the_courses_reveal_is_the_rooms_and_no_lesson_link_carries_the_key(monk
     from attention.lessons import course
 
     lesson = next(i for i, q in course.QUESTIONS.items() if q.kind == "choice")
-    at = app("course", room=code, host=key, present="true", lesson=lesson)
+    at = open_ok("course", room=code, host=key, present="true", lesson=lesson)
     assert "host" not in at.query_params and at.query_params["room"] == code
     asked = poll.room(code).question
     assert asked is not None and asked.id.startswith("course.")
-    phones = [app("poll", room=code) for _ in range(3)]
+    phones = [open_ok("poll", room=code) for _ in range(3)]
     for phone, pick in zip(phones, (0, 1, 1), strict=True):
         phone.button(key=f"poll:{asked.id}:{pick}").click().run()
         ok(phone)
@@ -305,10 +304,10 @@ def test_the_courses_reveal_is_the_rooms_and_no_lesson_link_carries_the_key(monk
     (item,) = exported["questions"]
     assert item["id"] == asked.id and item["revealed"] and item["answered"] == 3
 
-    leaked = app("course", room=code, lesson=asked.id.removeprefix("course."))  # the link, on another device
+    leaked = open_ok("course", room=code, lesson=asked.id.removeprefix("course."))  # the link, on another device
     ok(leaked)
     assert "The room (" not in texts(leaked)
-    learner_room = app("poll_room", room=code)
+    learner_room = open_ok("poll_room", room=code)
     ok(learner_room)
     assert "poll:reveal" not in [b.key for b in learner_room.button] and not learner_room.get("download_button")
 
@@ -326,7 +325,7 @@ def test_a_learners_token_survives_a_paused_rerun_and_a_reload(monkeypatch) -> N
         from ui.pages.poll import demo_questions
 
         poll.ask(code, key, demo_questions()[0])
-        phone = app("poll", room=code)
+        phone = open_ok("poll", room=code)
         token = phone.query_params["voter"]
         phone.button(key="poll:demo.rows:1").click().run()
         ok(phone)
@@ -337,7 +336,7 @@ def test_a_learners_token_survives_a_paused_rerun_and_a_reload(monkeypatch) -> N
             assert phone.query_params["voter"] == token and phone.query_params["room"] == code
         finally:
             os.kill(redis.process.pid, signal.SIGCONT)
-        again = app("poll", **dict(phone.query_params))  # the reload: the address as the paused page left it
+        again = open_ok("poll", **dict(phone.query_params))  # the reload: the address as the paused page left it
         ok(again)
         assert again.query_params["voter"] == token and "Your answer: **1**" in texts(again)
         again.button(key="poll:demo.rows:1").click().run()
@@ -349,13 +348,13 @@ def test_a_token_the_client_made_up_is_replaced_by_the_servers_and_the_projector
     issue (made up, or another room's) is replaced, and the projector shows answers against devices joined."""
     poll = Poll(MemoryStore())
     monkeypatch.setattr(server.poll, "shared", lambda: poll)
-    projector = app("poll_room")
+    projector = open_ok("poll_room")
     projector.button(key="poll:open").click().run()
     code = projector.session_state["p:room"]
     projector.selectbox(key="poll:pick").set_value("demo.rows")
     projector.button(key="poll:ask").click().run()
     forged = "A" * 27
-    phones = [app("poll", room=code, voter=forged) for _ in range(2)]
+    phones = [open_ok("poll", room=code, voter=forged) for _ in range(2)]
     for phone in phones:
         ok(phone)
         assert phone.query_params["voter"] != forged and poll.holds(code, phone.query_params["voter"])
@@ -370,7 +369,7 @@ def test_wrong_room_codes_are_throttled_per_session(monkeypatch) -> None:
     poll = Poll(MemoryStore())
     monkeypatch.setattr(server.poll, "shared", lambda: poll)
     code, _ = poll.open()
-    at = app("poll")
+    at = open_ok("poll")
     wrong = [c for c in ("ABCDE", "FGHJK", "MNPQR", "STUVW", "XYZ23", "45678") if c != code]
     for guess in wrong[: server.poll.CODE_TRIES["session"][0]]:
         at.text_input(key="poll:code").set_value(guess)
@@ -392,7 +391,7 @@ def test_a_number_forged_as_nan_or_infinity_is_refused_politely(monkeypatch) -> 
     question = server.poll.Question("n", "How many?", "number", lo=0, hi=100, answer="3")
     poll.ask(code, key, question)
     for forged in (float("nan"), float("inf"), float("-inf")):
-        phone = app("poll", room=code)
+        phone = open_ok("poll", room=code)
         phone.number_input(key="poll:n:number").set_value(forged)
         phone.button(key="FormSubmitter:poll:n:form-Send").click().run()
         ok(phone)

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from attention import Config, compute
 from attention.basics import position
 from attention.lessons.permutation import apply_order, shuffled_order
-from harness import charts as chart_reader
+from harness import charts
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "Life is short eat dessert first"
@@ -23,7 +23,7 @@ PAGE = {"heads": 4, "init": "normal", "draws": "stable", "mask": "none", "dropou
 
 def page(**params: str) -> AppTest:
     """The Position page opened from a link with these parameters."""
-    return chart_reader.open_page("position", **params)
+    return charts.open_page("position", **params)
 
 
 def verdicts(at: AppTest) -> list[tuple[str, str]]:
@@ -34,7 +34,7 @@ def verdicts(at: AppTest) -> list[tuple[str, str]]:
 def vega_charts(at: AppTest) -> dict[str, pd.DataFrame]:
     """Each Vega-Lite chart on the page by title: the frame it was sent."""
     out = {}
-    for node in chart_reader._walk(at._tree):
+    for node in charts._walk(at._tree):
         if getattr(node, "type", None) == "vega_lite_chart":
             spec = json.loads(node.proto.spec)
             out[spec["title"]] = pa.ipc.open_stream(node.proto.data.data).read_all().to_pandas()
@@ -53,7 +53,7 @@ def test_defaults_render_rope_with_every_section() -> None:
     assert at.selectbox(key="w:position").value == "rope"  # the page's default
     assert at.slider(key="w:heads").value == 4
     assert "position" not in at.query_params and "heads" not in at.query_params  # defaults stay out of the link
-    shown = chart_reader.heatmaps(at)
+    shown = charts.heatmaps(at)
     for title in (
         "Context: the sentence",
         "Context: the shuffled sentence",
@@ -78,10 +78,10 @@ def test_the_shuffled_sentence_is_the_seeded_shuffle() -> None:
     at = page()
     words = SENTENCE.split()
     shuffled = apply_order(words, shuffled_order(words, 0))
-    _, rows, _ = chart_reader.heatmaps(at)["Context: the shuffled sentence"]
+    _, rows, _ = charts.heatmaps(at)["Context: the shuffled sentence"]
     assert [r.split(" ", 1)[1] for r in rows] == shuffled
     at.button(key="pos:shuffle").click().run()
-    _, again, _ = chart_reader.heatmaps(at)["Context: the shuffled sentence"]
+    _, again, _ = charts.heatmaps(at)["Context: the shuffled sentence"]
     assert [r.split(" ", 1)[1] for r in again] == apply_order(words, shuffled_order(words, 1))
 
 
@@ -129,18 +129,18 @@ def test_alibi_weights_chart_compares_the_last_row() -> None:
 
 def test_switching_position_in_the_sidebar_changes_the_context_and_the_link() -> None:
     at = page()
-    before = chart_reader.heatmaps(at)["Context: the sentence"][0]
+    before = charts.heatmaps(at)["Context: the sentence"][0]
     at.selectbox(key="w:position").set_value("sinusoidal").run()
     assert not at.exception
-    after = chart_reader.heatmaps(at)["Context: the sentence"][0]
+    after = charts.heatmaps(at)["Context: the sentence"][0]
     assert not torch.allclose(before, after)
     expected = compute(Config(sentence=SENTENCE, position="sinusoidal", **PAGE)).context[0]
     torch.testing.assert_close(after, expected)
     assert at.query_params["position"] == "sinusoidal"
-    assert "Omega before rotation" not in chart_reader.heatmaps(at)  # the RoPE figures wait for RoPE
+    assert "Omega before rotation" not in charts.heatmaps(at)  # the RoPE figures wait for RoPE
     at.button(key="pos:rope").click().run()
     assert at.selectbox(key="w:position").value == "rope"
-    assert "Omega before rotation" in chart_reader.heatmaps(at)
+    assert "Omega before rotation" in charts.heatmaps(at)
 
 
 def test_a_link_keeps_position() -> None:
@@ -162,4 +162,4 @@ def test_one_word_says_the_shuffle_is_the_identity() -> None:
 def test_odd_d_k_with_rope_shows_the_configs_error() -> None:
     at = page(d_k="7")
     assert any("d_k must be even" in e.value for e in at.error)
-    assert not chart_reader.heatmaps(at)
+    assert not charts.heatmaps(at)

@@ -15,18 +15,18 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention.models import interpret, minilm
-from harness import charts as chart_reader
+from harness.charts import heatmaps, open_page, set_widget
 
 ROOT = Path(__file__).resolve().parents[2]
 PANELS = ("Omega = Q Kᵀ", "Softmax weights", "Context vectors")
 
 
 def page(**params: str) -> AppTest:
-    return chart_reader.open_page("real_model", **params)
+    return open_page("real_model", **params)
 
 
-act = chart_reader.set_widget
-drawn = chart_reader.heatmaps
+act = set_widget
+drawn = heatmaps
 
 
 def texts(at: AppTest) -> str:
@@ -178,7 +178,7 @@ def test_other_pages_never_import_the_models_readers() -> None:
 
 
 def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_again(monkeypatch) -> None:
-    from ui.pages import model as real
+    import ui.pages.model
 
     sentence = "Four visitors ask for this one sentence at the same moment."
     reads, started = [], threading.Event()
@@ -192,7 +192,7 @@ def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_aga
 
     monkeypatch.setattr(minilm, "read", slow_read)
     got: list = []
-    threads = [threading.Thread(target=lambda: got.append(real.run(sentence)[1])) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: got.append(ui.pages.model.run(sentence)[1])) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -200,11 +200,11 @@ def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_aga
     assert reads == [sentence] and len(got) == 4 and all(r is got[0] for r in got)
     monkeypatch.setattr(minilm, "read", lambda *a, **k: pytest.fail("the model ran again"))
     monkeypatch.setattr(minilm, "forward", lambda *a, **k: pytest.fail("the model ran again"))
-    reading = real.run(sentence)[1]
-    result = real.head_result(reading, 2, 7)
+    reading = ui.pages.model.run(sentence)[1]
+    result = ui.pages.model.head_result(reading, 2, 7)
     full = read(minilm.load(), sentence, weights_upto=512)
     torch.testing.assert_close(result.weights[0], full.weights[2, 7], atol=1e-6, rtol=0)
-    assert real.head_result(reading, 2, 7) is result
+    assert ui.pages.model.head_result(reading, 2, 7) is result
 
 
 def test_a_stopped_maker_leaves_the_run_to_a_session_waiting_for_it() -> None:

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui
 from attention import Config, compute
-from harness import charts as chart_reader
+from harness import charts
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = 1  # the walkthrough follows "2 is" by default, as the Raschka tutorial follows x_2
@@ -57,7 +57,7 @@ def _walk(node):
 
 def heatmaps(at: AppTest) -> dict[str, tuple[torch.Tensor, list[str], list[str]]]:
     """Each heatmap by title: the matrix it draws (blocked cells 0) and its row and column labels."""
-    return chart_reader.heatmaps(at)
+    return charts.heatmaps(at)
 
 
 def shown(at: AppTest) -> tuple:

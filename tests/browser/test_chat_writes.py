@@ -49,8 +49,8 @@ def ov_rows(page) -> list[list[str]]:
 
 
 def test_a_click_on_the_writes_map_opens_that_heads_attention_and_ov_tokens(page, app_url, page_errors, shoot):
-    from attention.models import smollm2 as S
-    from attention.models.circuits import chat as circuits
+    from attention.models import smollm2
+    from attention.models.circuits import chat
 
     open_page(page, app_url, "chat_model")
     page.locator(WRITES).wait_for(timeout=LOADED)
@@ -60,9 +60,9 @@ def test_a_click_on_the_writes_map_opens_that_heads_attention_and_ov_tokens(page
         page.locator(WRITES).get_attribute("data-rows") == "30"
         and page.locator(WRITES).get_attribute("data-cols") == "9"
     )
-    model = S.load()
-    prompt = S.prompt(model, S.DEFAULT_PROMPT, S.PAGE_TOKENS)
-    run = S.run_ids(model, prompt.ids)
+    model = smollm2.load()
+    prompt = smollm2.prompt(model, smollm2.DEFAULT_PROMPT, smollm2.PAGE_TOKENS)
+    run = smollm2.run_ids(model, prompt.ids)
     for layer, head in ((17, 3), (2, 8)):
         click_head(page, layer, head)
         query = parse_qs(urlparse(page.url).query)
@@ -74,12 +74,12 @@ def test_a_click_on_the_writes_map_opens_that_heads_attention_and_ov_tokens(page
         # the head's attention from the last token, and the tokens it reads most with what its OV circuit writes
         row = run.weights[layer, head, -1]
         read = sorted(range(len(row)), key=lambda j: -float(row[j]))[:3]
-        ov = circuits.head_ov_tokens(model, layer, head, [prompt.ids[j] for j in read], k=5)
+        ov = chat.head_ov_tokens(model, layer, head, [prompt.ids[j] for j in read], k=5)
         rows = ov_rows(page)
         assert len(rows) == 3, rows
         for shown, j, top in zip(rows, read, ov.top_ids.tolist(), strict=True):
             assert float(shown[1]) == pytest.approx(float(row[j]), abs=5e-4), (shown, float(row[j]))
-            assert shown[2] == ", ".join(repr(t) for t in S.labels(model, top)), shown
+            assert shown[2] == ", ".join(repr(t) for t in smollm2.labels(model, top)), shown
         # the step-by-step section below follows the same head
         assert f"Normalized input entering layer {layer}" in page.locator(".al-heatmap").evaluate_all(
             "els => els.map(e => e.dataset.title).join('|')"

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 import ui
-from attention.io.cli.main import main as cli
+from attention.io.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ def test_the_command_line_exits_0_or_2_with_one_line(pairs: list) -> None:
     argv = [a for pair in pairs for a in pair]
     out_buf, err_buf = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out_buf), contextlib.redirect_stderr(err_buf):
-        status = cli(argv)
+        status = main(argv)
     out, err = out_buf.getvalue(), err_buf.getvalue()
     assert status in (0, 2), (argv, status)
     if status == 2:

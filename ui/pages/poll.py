@@ -19,9 +19,9 @@ from typing import Any
 
 import streamlit as st
 
+import server.poll
 from attention.basics.params import Param
 from attention.lessons import course
-from server import poll as rooms
 from server.poll import PollError, Question, Unavailable
 
 from .. import join, qr, state
@@ -77,7 +77,7 @@ def join_link(code: str) -> str:
 
 def learner() -> None:
     """The learner's page: a box for the room's code, or the room's current question with its answer controls."""
-    poll = rooms.shared()
+    poll = server.poll.shared()
     code = get("room")
     browser = get("voter")  # read first: a paused page's address keeps it, so a reload is the same browser
     said = _missed(code) if code else None
@@ -86,13 +86,13 @@ def learner() -> None:
         code = ""
     if code:
         try:
-            code = rooms.normal_code(code)
+            code = server.poll.normal_code(code)
             poll.enter(code, address(), st.session_state.setdefault("poll:session", secrets.token_urlsafe(12)))
             if not poll.holds(code, browser):  # none yet, or another room's: the server issues one (signed)
                 browser = poll.join(code, address())
                 put("voter", browser)
         except PollError as e:
-            if isinstance(e, rooms.NoRoom):
+            if isinstance(e, server.poll.NoRoom):
                 st.session_state["poll:missed"] = (code, str(e))
             st.warning(plain(str(e)))
             code = ""
@@ -110,7 +110,7 @@ def _missed(code: str) -> str | None:
     """What was said when this code was tried and found no room: a wrong code counts once against the throttle of
     codes tried (server.poll.CODE_TRIES), not again at each rerun of the page that shows it."""
     try:
-        code = rooms.normal_code(code)
+        code = server.poll.normal_code(code)
     except PollError:
         return None
     tried, said = st.session_state.get("poll:missed", ("", ""))
@@ -136,7 +136,7 @@ def address() -> str | None:
 def _send(code: str, browser: str, qid: str, value: Any) -> None:
     st.session_state["poll:said"] = None
     try:
-        rooms.shared().answer(code, browser, qid, value, address())
+        server.poll.shared().answer(code, browser, qid, value, address())
     except PollError as e:
         st.session_state["poll:said"] = str(e)
     except Unavailable:
@@ -149,7 +149,7 @@ def _learner_live(code: str, browser: str) -> None:
 
 
 def _learner_question(code: str, browser: str) -> None:
-    poll = rooms.shared()
+    poll = server.poll.shared()
     room = poll.room(code)
     q = room.question
     if q is None:
@@ -162,7 +162,7 @@ def _learner_question(code: str, browser: str) -> None:
         st.warning(plain(said))
     if q.kind == "test":  # the attention inventory: a whole sheet at once (ui/pages/inventory.py)
         inventory.room_learner(code, q, mine, room.revealed, lambda v: _send(code, browser, q.id, v),
-                               lambda qid: poll.store.mine(rooms.normal_code(code), qid, browser))  # fmt: skip
+                               lambda qid: poll.store.mine(server.poll.normal_code(code), qid, browser))  # fmt: skip
         return
     if room.revealed:
         _revealed(poll.tally(code, q, True), mine)
@@ -195,7 +195,7 @@ def _learner_question(code: str, browser: str) -> None:
         st.success(f"Your answer: **{plain(q.label(mine))}**. You can change it until the instructor reveals.")
 
 
-def _revealed(tally: rooms.Tally, mine: str | None) -> None:
+def _revealed(tally: server.poll.Tally, mine: str | None) -> None:
     q = tally.question
     right = q.answer
     if right is not None:
@@ -205,7 +205,7 @@ def _revealed(tally: rooms.Tally, mine: str | None) -> None:
     _split(tally)
 
 
-def _split(tally: rooms.Tally, most: int = MOST_ROWS, across: int = 1) -> None:
+def _split(tally: server.poll.Tally, most: int = MOST_ROWS, across: int = 1) -> None:
     """How the answers split: one bar a value (every choice, even unchosen), the right one marked once revealed;
     past `most` values, the most given (and the right one), in order; `across` bars a row."""
     total = max(tally.answered, 1)
@@ -227,7 +227,7 @@ def _split(tally: rooms.Tally, most: int = MOST_ROWS, across: int = 1) -> None:
 
 def _open() -> None:
     try:
-        code, key = rooms.shared().open(address())
+        code, key = server.poll.shared().open(address())
     except PollError as e:
         st.session_state["poll:said"] = str(e)
         return
@@ -261,7 +261,7 @@ def _remember(code: str, key: str) -> None:
     if code in done:
         return
     done.add(code)
-    cookie = json.dumps(f"{COOKIE}{code}={key}; path=/; max-age={rooms.IDLE_S}; SameSite=Strict")
+    cookie = json.dumps(f"{COOKIE}{code}={key}; path=/; max-age={server.poll.IDLE_S}; SameSite=Strict")
     with st.container(key="poll-remember"):
         out_of_flow("poll-remember")
         st.html(f"<script>document.cookie = {cookie} + (location.protocol === 'https:' ? '; Secure' : '');</script>",
@@ -275,9 +275,9 @@ def hosting() -> tuple[str, str] | None:
     if not code:
         return None
     try:
-        code = rooms.normal_code(code)
+        code = server.poll.normal_code(code)
         key = _key(code)
-        return (code, key) if key and rooms.shared().is_host(code, key) else None
+        return (code, key) if key and server.poll.shared().is_host(code, key) else None
     except (PollError, Unavailable):
         return None
 
@@ -289,9 +289,9 @@ def push(question: Any) -> bool:
     if held is None:
         return False
     q = question if isinstance(question, Question) else Question.of(question)
-    room = _guard(lambda: rooms.shared().room(held[0]))
+    room = _guard(lambda: server.poll.shared().room(held[0]))
     if room is not None and room.question != q:
-        _guard(lambda: rooms.shared().ask(*held, q))
+        _guard(lambda: server.poll.shared().ask(*held, q))
     return room is not None
 
 
@@ -317,7 +317,7 @@ def projector(questions: Sequence[Question] | None = None) -> None:
         st.caption(
             "A room is anonymous: learners give no name, each browser answers once (and may change its answer "
             "until you reveal). It is forgotten after 4 hours without an answer or a question, or after "
-            f"{rooms.UNJOINED_S // 60:.0f} minutes while nobody has joined it."
+            f"{server.poll.UNJOINED_S // 60:.0f} minutes while nobody has joined it."
         )
         return
     code, key = held
@@ -355,7 +355,7 @@ def _asking(code: str, key: str, questions: Sequence[Question] | None) -> None:
     row = st.container(horizontal=True, vertical_alignment="bottom")
     picked = row.selectbox("Question", list(texts), format_func=lambda i: texts[i], key="poll:pick")
     if row.button("Ask", key="poll:ask", icon=":material/campaign:"):
-        _guard(lambda: rooms.shared().ask(code, key, make(picked)))
+        _guard(lambda: server.poll.shared().ask(code, key, make(picked)))
     _projector_live(code, key)
     st.caption(
         "Or step through the course in presenter mode from this tab (or another tab of this browser): each "
@@ -371,7 +371,7 @@ def _projector_live(code: str, key: str) -> None:
 
 def _reveal(code: str, key: str) -> None:
     try:
-        rooms.shared().reveal(code, key)
+        server.poll.shared().reveal(code, key)
     except PollError as e:
         st.session_state["poll:said"] = str(e)
     except Unavailable:
@@ -379,7 +379,7 @@ def _reveal(code: str, key: str) -> None:
 
 
 def _projector_split(code: str, key: str) -> None:
-    poll = rooms.shared()
+    poll = server.poll.shared()
     room = poll.room(code)
     q = room.question
     if q is None:
@@ -417,7 +417,7 @@ def _projector_split(code: str, key: str) -> None:
 def _export(code: str, key: str, fmt: str) -> str:
     """The room's counts as the instructor clicks for them; a sentence in the file when the room cannot be read."""
     try:
-        return rooms.shared().export(code, key, fmt)
+        return server.poll.shared().export(code, key, fmt)
     except Unavailable:
         return PAUSED
     except PollError as e:
@@ -439,9 +439,9 @@ def course_room(held: tuple[str, str], qid: str, shown: bool) -> None:
 
 
 def _reveal_asked(code: str, key: str, qid: str) -> None:
-    room = rooms.shared().room(code)
+    room = server.poll.shared().room(code)
     if room.question is not None and room.question.id == qid and not room.revealed:
-        rooms.shared().reveal(code, key)
+        server.poll.shared().reveal(code, key)
 
 
 @st.fragment(run_every=PROJECTOR_EVERY_S)
@@ -450,7 +450,7 @@ def _course_live(code: str, qid: str) -> None:
 
 
 def _course_split(code: str, qid: str) -> None:
-    poll = rooms.shared()
+    poll = server.poll.shared()
     room = poll.room(code)
     q = room.question
     if q is None or q.id != qid:

@@ -21,30 +21,29 @@ from typing import Any
 
 import torch
 
-from ...models import circuits as C
-from ...models import smollm2 as S
+from ...models import circuits, smollm2
 from ...models.circuits import chat
 
 
-def attribution(model: S.Model, prompt: S.Prompt, target: str | None, versus: str | None) -> dict[str, Any]:
+def attribution(model: smollm2.Model, prompt: smollm2.Prompt, target: str | None, versus: str | None) -> dict[str, Any]:
     """The attribution as the command line prints it (ValueError for a --target or --versus of not one token)."""
     t = chat.trace(model, prompt.ids)
     target_id = int(t.logits.argmax()) if target is None else chat.token_id(model, target)
     versus_id = None if versus is None else chat.token_id(model, versus)
     a = chat.attribution(model, t, target_id, versus_id)
-    out: dict[str, Any] = {"target": {"id": target_id, "token": S.labels(model, [target_id])[0]},
-                           "logit": float(a.logit), "components": C.rows(a)}  # fmt: skip
+    out: dict[str, Any] = {"target": {"id": target_id, "token": smollm2.labels(model, [target_id])[0]},
+                           "logit": float(a.logit), "components": circuits.rows(a)}  # fmt: skip
     if versus_id is not None:
-        out["versus"] = {"id": versus_id, "token": S.labels(model, [versus_id])[0]}
+        out["versus"] = {"id": versus_id, "token": smollm2.labels(model, [versus_id])[0]}
     return out
 
 
-def attribution_table(out: dict[str, Any], prompt: S.Prompt, shown: int = 15) -> str:
+def attribution_table(out: dict[str, Any], prompt: smollm2.Prompt, shown: int = 15) -> str:
     """The largest parts first, then what the rest add up to."""
     target = out["target"]["token"]
     what = f"logit[{target!r}]" + (f" - logit[{out['versus']['token']!r}]" if "versus" in out else "")
     rows = sorted(out["components"], key=lambda c: -abs(c["value"]))
-    lines = [f"{S.NAME}: direct logit attribution of {what} = {out['logit']:.3f} after "
+    lines = [f"{smollm2.NAME}: direct logit attribution of {what} = {out['logit']:.3f} after "
              f"{len(prompt.ids)} tokens (…{prompt.tokens[-1]!r})", ""]  # fmt: skip
     for c in rows[:shown]:
         name = {"embed": "embedding", "mlp": f"MLP {c['layer']}"}.get(c["kind"], f"L{c['layer']}H{c['head']}")
@@ -54,12 +53,12 @@ def attribution_table(out: dict[str, Any], prompt: S.Prompt, shown: int = 15) ->
     return "\n".join(lines) + "\n"
 
 
-def composition(model: S.Model) -> dict[str, Any]:
+def composition(model: smollm2.Model) -> dict[str, Any]:
     """The three matrices as lists, null where the reading head is not in a later layer."""
     return composition_json(chat.head_composition(model))
 
 
-def composition_json(c: C.Composition) -> dict[str, Any]:
+def composition_json(c: circuits.Composition) -> dict[str, Any]:
     """Any model's composition as the command line prints it: {"q", "k", "v": [[...]], "heads": [[layer, head]]}."""
 
     def matrix(m: torch.Tensor) -> list[list[float | None]]:
@@ -69,12 +68,12 @@ def composition_json(c: C.Composition) -> dict[str, Any]:
     return {"q": matrix(c.q), "k": matrix(c.k), "v": matrix(c.v), "heads": [list(h) for h in c.heads]}
 
 
-def composition_table(model: S.Model, shown: int = 10) -> str:
+def composition_table(model: smollm2.Model, shown: int = 10) -> str:
     """The strongest pairs of each kind."""
-    return strongest_pairs(chat.head_composition(model), S.NAME, shown)
+    return strongest_pairs(chat.head_composition(model), smollm2.NAME, shown)
 
 
-def strongest_pairs(c: C.Composition, name: str, shown: int = 10) -> str:
+def strongest_pairs(c: circuits.Composition, name: str, shown: int = 10) -> str:
     """Any model's strongest pairs of each kind (of the pairs whose reader is in a later layer)."""
     lines = [f"{name}: composition of {len(c.heads)} heads (Elhage et al.), strongest pairs", ""]
     pairs = c.later.nonzero()  # (P, 2): the pairs (i, j) where the scores are defined, in the order of m[c.later]
@@ -87,7 +86,7 @@ def strongest_pairs(c: C.Composition, name: str, shown: int = 10) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(model: S.Model, prompt: S.Prompt, args) -> None:
+def main(model: smollm2.Model, prompt: smollm2.Prompt, args) -> None:
     """Print --attribution or --composition in args.format (table or json)."""
     if args.composition:
         out = composition(model) if args.format == "json" else composition_table(model)

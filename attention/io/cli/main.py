@@ -37,17 +37,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a == "--train" or a.startswith("--train=") for a in argv):  # the tiny model's training: flags of its own
-        from . import tiny as tiny_cli
+        from . import tiny
 
-        return tiny_cli.main(argv)
+        return tiny.main(argv)
     if "--atlas" in argv:  # every head of a real model scored: flags of its own
         from . import atlas
 
         return atlas.main(argv)
     if _model(argv, "smollm2"):
-        from . import smollm2 as smollm2_cli  # the chat model: flags of its own (--generate, --temperature)
+        from . import smollm2  # the chat model: flags of its own (--generate, --temperature)
 
-        return smollm2_cli.main(argv)
+        return smollm2.main(argv)
     if _model(argv, "tiny"):
         from . import tiny_circuits  # the tiny model trained live, its circuits: flags of its own
 

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 
 from ...basics.params import flag
-from ...models import smollm2 as S
+from ...models import smollm2
 from .. import export, script
 from . import circuits
 from .common import OUT_OF_MEMORY, Parser, UsageError, fail, parse, render_table
@@ -34,12 +34,14 @@ FLAGS = ("layer", "head", "temperature", "top_k", "generate")  # smollm2.SETTING
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="python -m attention --model smollm2",
-        description=f"One head of {S.NAME} on --sentence (the keys of a toy result), or --generate N tokens one "
+        description=f"One head of {smollm2.NAME} on --sentence (the keys of a toy result), or --generate N tokens one "
         "at a time reading the model's KV cache.",
         allow_abbrev=False,
     )
-    p.add_argument("--model", choices=("smollm2",), required=True, help=f"{S.NAME} ({S.INSTALL})")
-    p.add_argument("--sentence", metavar="TEXT", default=S.DEFAULT_PROMPT, help="the prompt (default: the page's)")
+    p.add_argument("--model", choices=("smollm2",), required=True, help=f"{smollm2.NAME} ({smollm2.INSTALL})")
+    p.add_argument(
+        "--sentence", metavar="TEXT", default=smollm2.DEFAULT_PROMPT, help="the prompt (default: the page's)"
+    )
     p.add_argument("--format", choices=("table", "json", "script"), default="table", help="table (default), json, "
                    "or script (a head only)")  # fmt: skip
     p.add_argument("--attribution", action="store_true", help="direct logit attribution at the prompt's last token: "
@@ -50,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--composition", action="store_true", help="Q-, K- and V-composition of every earlier head "
                    "into every later head (JSON: q, k, v, heads)")  # fmt: skip
     for name in FLAGS:
-        s = S.SETTINGS[name]
+        s = smollm2.SETTINGS[name]
         text = f"{s.help} Default {s.default}; {s.bounds()}.".replace("%", "%%")
         p.add_argument(flag(name), type=int if s.kind == "int" else float, default=s.default, metavar="N", help=text)
     return p
@@ -58,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _checked(args: argparse.Namespace) -> None:
     for name in FLAGS:
-        S.SETTINGS[name].check(flag(name), getattr(args, name))  # ValueError naming the flag and its bounds
+        smollm2.SETTINGS[name].check(flag(name), getattr(args, name))  # ValueError naming the flag and its bounds
     if args.generate and args.format == "script":
         raise UsageError("--generate writes a table or JSON, not a script")
     circuit = [f for f in ("attribution", "composition") if getattr(args, f)]
@@ -70,37 +72,37 @@ def _checked(args: argparse.Namespace) -> None:
         raise UsageError("--target and --versus go with --attribution")
 
 
-def head(model: S.Model, prompt: S.Prompt, layer: int, h: int, fmt: str) -> None:
-    run = S.run_ids(model, prompt.ids)
-    result = S.head_result(model, run, layer, h, prompt.tokens)
+def head(model: smollm2.Model, prompt: smollm2.Prompt, layer: int, h: int, fmt: str) -> None:
+    run = smollm2.run_ids(model, prompt.ids)
+    result = smollm2.head_result(model, run, layer, h, prompt.tokens)
     if fmt == "json":
         export.write_json(result, sys.stdout)
         sys.stdout.write("\n")
     elif fmt == "script":
         sys.stdout.write(script.script(result.config))
     else:
-        truncated = f" (the first {S.PAGE_TOKENS} tokens)" if prompt.truncated else ""
-        sys.stdout.write(f"{S.NAME}, layer {layer}, head {h} (reads K/V head {h // model.group}){truncated}\n\n")
+        truncated = f" (the first {smollm2.PAGE_TOKENS} tokens)" if prompt.truncated else ""
+        sys.stdout.write(f"{smollm2.NAME}, layer {layer}, head {h} (reads K/V head {h // model.group}){truncated}\n\n")
         sys.stdout.write(render_table(result))
 
 
-def generate(model: S.Model, prompt: S.Prompt, args: argparse.Namespace) -> None:
+def generate(model: smollm2.Model, prompt: smollm2.Prompt, args: argparse.Namespace) -> None:
     """Each step: the token drawn from the last logits (seeded by the step), then run through the model reading
     the cache; printed as it comes."""
-    run = S.run_ids(model, prompt.ids, keep=False)
+    run = smollm2.run_ids(model, prompt.ids, keep=False)
     steps, tokens = [], list(prompt.tokens)
     if args.format == "table":
-        sys.stdout.write(f"{S.NAME}: {args.generate} tokens after {len(prompt.ids)} prompt tokens, "
+        sys.stdout.write(f"{smollm2.NAME}: {args.generate} tokens after {len(prompt.ids)} prompt tokens, "
                          f"attention of layer {args.layer}, head {args.head}\n")  # fmt: skip
     for i in range(args.generate):
         # at temperature 0 (greedy) the top-5 shown are the plain softmax's: one-hot probabilities say nothing
-        probabilities = S.next_token_probabilities(run.logits[-1], args.temperature or 1.0, args.top_k)
-        top5 = S.top_tokens(model, probabilities, 5)
-        token = S.choose(run.logits[-1], args.temperature, args.top_k, seed=i)
-        run = S.step(model, run, token)
+        probabilities = smollm2.next_token_probabilities(run.logits[-1], args.temperature or 1.0, args.top_k)
+        top5 = smollm2.top_tokens(model, probabilities, 5)
+        token = smollm2.choose(run.logits[-1], args.temperature, args.top_k, seed=i)
+        run = smollm2.step(model, run, token)
         row = run.weights[args.layer, args.head, 0]  # (T_k,)
         step = {
-            "token": S.labels(model, [token])[0],
+            "token": smollm2.labels(model, [token])[0],
             "id": token,
             "top5": [{"token": t, "id": j, "probability": q} for j, t, q in top5],
             "cache_tokens": run.cache.length,
@@ -132,8 +134,8 @@ def main(argv: Sequence[str]) -> int:
         return args
     try:
         _checked(args)
-        model = S.load()
-        prompt = S.prompt(model, args.sentence, S.PAGE_TOKENS)
+        model = smollm2.load()
+        prompt = smollm2.prompt(model, args.sentence, smollm2.PAGE_TOKENS)
         if args.attribution or args.composition:
             circuits.main(model, prompt, args)
         elif args.generate:

@@ -34,8 +34,7 @@ from typing import Any
 import torch
 
 from ...basics.params import flag
-from ...models import circuits as C
-from ...models import tiny
+from ...models import circuits, tiny
 from ...models.circuits import trained
 from .circuits import composition_json, strongest_pairs
 from .common import Parser, UsageError, fail, parse, printable
@@ -139,7 +138,7 @@ def attribution(w: tiny.Weights, heads: int, ids: torch.Tensor, target: str | No
     versus_id = None if versus is None else token_id(versus, "--versus")
     a = trained.attribution(w, t, target_id, versus_id)
     out: dict[str, Any] = {"target": {"id": target_id, "token": tiny.NAMES[target_id]}, "logit": float(a.logit),
-                           "components": C.rows(a)}  # fmt: skip
+                           "components": circuits.rows(a)}  # fmt: skip
     if versus_id is not None:
         out["versus"] = {"id": versus_id, "token": tiny.NAMES[versus_id]}
     return out

@@ -69,22 +69,22 @@ class SmolLM2(Runner):
     def __init__(self) -> None:
         from ...models import smollm2
 
-        self.S, self.model = smollm2, smollm2.load()
+        self.smollm2, self.model = smollm2, smollm2.load()
         self.group = self.model.group
 
     def encode(self, text: str) -> Text:
-        p = self.S.prompt(self.model, text, MAX_TOKENS)
+        p = self.smollm2.prompt(self.model, text, MAX_TOKENS)
         return Text(p.ids, p.tokens, truncated=p.truncated)
 
     def repeated(self, seed: int) -> Text:
-        ids = self.S.induction_ids(self.model, REPEAT_LENGTH, seed)  # the chat page's preset at seed 0
-        return Text(ids, self.S.labels(self.model, ids))
+        ids = self.smollm2.induction_ids(self.model, REPEAT_LENGTH, seed)  # the chat page's preset at seed 0
+        return Text(ids, self.smollm2.labels(self.model, ids))
 
     def weights(self, text: Text) -> torch.Tensor:
-        return self.S.run_ids(self.model, text.ids).weights  # (L, h, T, T)
+        return self.smollm2.run_ids(self.model, text.ids).weights  # (L, h, T, T)
 
     def weights_bytes(self, tokens: int) -> int:
-        return self.S.run_bytes(self.model, tokens)
+        return self.smollm2.run_bytes(self.model, tokens)
 
 
 class MiniLM(Runner):
@@ -93,11 +93,11 @@ class MiniLM(Runner):
     def __init__(self) -> None:
         from ...models import minilm
 
-        self.M, self.model = minilm, minilm.load()
+        self.minilm, self.model = minilm, minilm.load()
         self.cls, self.sep = (self.model.tokenizer.token_to_id(t) for t in ("[CLS]", "[SEP]"))
 
     def encode(self, text: str) -> Text:
-        e = self.M.encode(self.model, text[: 64 * MAX_TOKENS])  # 64 characters a token is more than any has
+        e = self.minilm.encode(self.model, text[: 64 * MAX_TOKENS])  # 64 characters a token is more than any has
         ids, tokens = e.ids, e.tokens
         cut = len(ids) > MAX_TOKENS
         if cut:  # the first MAX_TOKENS - 2 word pieces between [CLS] and [SEP]
@@ -117,16 +117,16 @@ class MiniLM(Runner):
 
     @torch.no_grad()
     def weights(self, text: Text) -> torch.Tensor:
-        x = self.M.embed(self.model, torch.tensor(text.ids))  # (T, d_model)
+        x = self.minilm.embed(self.model, torch.tensor(text.ids))  # (T, d_model)
         out = []
         for layer in self.model.layers:
-            run = self.M.encoder_layer(layer, x, self.model.heads, self.model.eps)
+            run = self.minilm.encoder_layer(layer, x, self.model.heads, self.model.eps)
             out.append(run.weights)
             x = run.output
         return torch.stack(out)  # (L, h, T, T)
 
     def weights_bytes(self, tokens: int) -> int:
-        return self.M.forward_bytes(tokens) + 4 * len(self.model.layers) * self.model.heads * tokens * tokens
+        return self.minilm.forward_bytes(tokens) + 4 * len(self.model.layers) * self.model.heads * tokens * tokens
 
 
 RUNNERS: dict[str, Callable[[], Runner]] = {"smollm2": SmolLM2, "minilm": MiniLM}
@@ -195,18 +195,18 @@ def circuit_scores(
     (`shipped=False` computes them anyway); `admit` as `model_atlases`'."""
     if shipped and (found := shipped_circuits(source, corpus())) is not None:
         return found
-    from ...models import smollm2 as S
-    from ...models.circuits import chat as circuits
+    from ...models import smollm2
+    from ...models.circuits import chat
 
-    model = S.load()
+    model = smollm2.load()
     total, count = torch.zeros(model.n_layers, model.heads), 0
     for t in inputs("smollm2", source, text):
         if len(t.ids) < 2:
             continue
-        make = lambda ids=t.ids: circuits.next_token_attribution(model, ids)  # noqa: E731  (L, h, T-1)
-        values = make() if admit is None else admit(S.run_bytes(model, len(t.ids)), make)
+        make = lambda ids=t.ids: chat.next_token_attribution(model, ids)  # noqa: E731  (L, h, T-1)
+        values = make() if admit is None else admit(smollm2.run_bytes(model, len(t.ids)), make)
         total, count = total + values.sum(-1), count + values.shape[-1]
-    out = {"copying": circuits.copying_scores(model)}
+    out = {"copying": chat.copying_scores(model)}
     if count:
         out["logit_attribution"] = total / count
     return out

@@ -118,15 +118,15 @@ def verify_installed(model: str) -> None:
 @functools.lru_cache(maxsize=4)  # a check that passed, once a process (two models); one that raised is not kept
 def _verified(model: str) -> None:
     if model == "smollm2":
-        from ...models import smollm2 as S
+        from ...models import smollm2
 
-        if not S.load.loaded:
-            S.GGUF.verified()
+        if not smollm2.load.loaded:
+            smollm2.GGUF.verified()
     else:
-        from ...models import minilm as M
+        from ...models import minilm
 
-        if not M.load.loaded:
-            M.verify(M.model_path())
+        if not minilm.load.loaded:
+            minilm.verify(minilm.model_path())
 
 
 def entry(model: str, source: str, texts: tuple[tuple[str, str], ...], path: Path = SHIPPED) -> dict[str, Any] | None:

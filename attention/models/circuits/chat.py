@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import torch
 
-from .. import smollm2 as S
-from . import attribution as A
+from .. import smollm2
+from .attribution import Attribution, Component, attribute, rms_scale
 from .composition import Composition, HeadMatrices, composition, split_heads
 from .ov import Copying, OVTokens, copying_score, ov_tokens
 from .qk import QKSplit, qk_split
@@ -36,9 +36,9 @@ class Trace(NamedTuple):
 
 
 @torch.no_grad()
-def trace(model: S.Model, ids: Sequence[int]) -> Trace:
+def trace(model: smollm2.Model, ids: Sequence[int]) -> Trace:
     """One forward pass (`smollm2.run_ids`), then every head's and MLP's output at the last position."""
-    run = S.run_ids(model, ids)
+    run = smollm2.run_ids(model, ids)
     hidden = run.hidden_states  # (L+1, T, d)
     heads, mlps = [], []
     for layer in range(model.n_layers):
@@ -50,15 +50,15 @@ def trace(model: S.Model, ids: Sequence[int]) -> Trace:
     return Trace(run.ids, hidden, torch.stack(heads), torch.stack(mlps), run.logits[-1])
 
 
-def components(model: S.Model) -> tuple[A.Component, ...]:
+def components(model: smollm2.Model) -> tuple[Component, ...]:
     """embed, then per layer its 9 heads and its MLP: the order of `parts`."""
-    out = [A.Component("embed", None, None)]
+    out = [Component("embed", None, None)]
     for layer in range(model.n_layers):
-        out += [A.Component("head", layer, h) for h in range(model.heads)] + [A.Component("mlp", layer, None)]
+        out += [Component("head", layer, h) for h in range(model.heads)] + [Component("mlp", layer, None)]
     return tuple(out)
 
 
-def parts(model: S.Model, t: Trace) -> torch.Tensor:
+def parts(model: smollm2.Model, t: Trace) -> torch.Tensor:
     """(1 + L*(h+1), d_model): the embedding, each layer's heads then MLP, at the last position."""
     rows = [t.hidden[0, -1:]]
     for layer in range(model.n_layers):
@@ -66,28 +66,28 @@ def parts(model: S.Model, t: Trace) -> torch.Tensor:
     return torch.cat(rows)
 
 
-def unembedding(model: S.Model, token: int) -> torch.Tensor:
+def unembedding(model: smollm2.Model, token: int) -> torch.Tensor:
     """The token's row of the (tied) unembedding: (d_model,)."""
     return model.embeddings.dequantize(torch.tensor([token]))[0]
 
 
-def attribution(model: S.Model, t: Trace, target: int, versus: int | None = None) -> A.Attribution:
+def attribution(model: smollm2.Model, t: Trace, target: int, versus: int | None = None) -> Attribution:
     """Direct logit attribution of `target`'s logit (or of logit[target] - logit[versus]) at the last position."""
     direction = unembedding(model, target)
     if versus is not None:
         direction = direction - unembedding(model, versus)
-    return A.attribute(components(model), parts(model, t), direction, model.out_norm, model.eps, t.hidden[-1, -1])
+    return attribute(components(model), parts(model, t), direction, model.out_norm, model.eps, t.hidden[-1, -1])
 
 
 @torch.no_grad()
-def next_token_attribution(model: S.Model, ids: Sequence[int]) -> torch.Tensor:
+def next_token_attribution(model: smollm2.Model, ids: Sequence[int]) -> torch.Tensor:
     """Each head's direct logit attribution to the token that actually comes next, at every position t < T-1:
     (L, h, T-1). value[l, h, t] = (c_{l,h,t} W_O^h) . (g * W_U[ids[t+1]]) / s_t, s_t the final norm's scale of
     x_L at t (the direction is taken through W_O first: no (T, d_model) output a head is made)."""
-    run = S.run_ids(model, ids)
+    run = smollm2.run_ids(model, ids)
     x = run.hidden_states[-1, :-1]  # (T-1, d_model)
     u = model.embeddings.dequantize(torch.tensor(list(ids[1:]))) * model.out_norm  # (T-1, d_model)
-    u = u / A.rms_scale(x, model.eps)[:, None]
+    u = u / rms_scale(x, model.eps)[:, None]
     out = []
     for layer in range(model.n_layers):
         w_out = model.layers[layer].w_out.dequantize().T.reshape(model.heads, model.d_head, -1)  # (h, d_head, d)
@@ -99,38 +99,38 @@ def next_token_attribution(model: S.Model, ids: Sequence[int]) -> torch.Tensor:
 # the OV circuit --------------------------------------------------------------------------------------------
 
 
-def head_ov_tokens(model: S.Model, layer: int, head: int, sources: Sequence[int], k: int = 10) -> OVTokens:
+def head_ov_tokens(model: smollm2.Model, layer: int, head: int, sources: Sequence[int], k: int = 10) -> OVTokens:
     """What the head writes, read as logits, when it reads each source token (rows of W_E W_V W_O W_U, gains
     folded: the layer's attention norm gain on W_E, the output norm's on W_U)."""
-    w = S.head_weights(model, layer, head)
+    w = smollm2.head_weights(model, layer, head)
     src = torch.tensor(list(sources))
     read = model.embeddings.dequantize(src) * model.layers[layer].attn_norm  # (n, d_model)
-    return ov_tokens(read, src, w.w_value, w.w_out, lambda x: S.unembed(model, x * model.out_norm), k)
+    return ov_tokens(read, src, w.w_value, w.w_out, lambda x: smollm2.unembed(model, x * model.out_norm), k)
 
 
 @functools.lru_cache(maxsize=1)
-def _gram(model: S.Model) -> torch.Tensor:
-    """E^T E (d_model, d_model) over the whole vocabulary, S.UNEMBED_CHUNK rows at a time (tied W_E = W_U^T)."""
+def _gram(model: smollm2.Model) -> torch.Tensor:
+    """E^T E (d_model, d_model) over the whole vocabulary, smollm2.UNEMBED_CHUNK rows at a time (tied W_E = W_U^T)."""
     out = torch.zeros(model.d_model, model.d_model, dtype=torch.float64)
-    for start in range(0, model.vocab_size, S.UNEMBED_CHUNK):
-        e = model.embeddings.dequantize(slice(start, min(start + S.UNEMBED_CHUNK, model.vocab_size))).double()
+    for start in range(0, model.vocab_size, smollm2.UNEMBED_CHUNK):
+        e = model.embeddings.dequantize(slice(start, min(start + smollm2.UNEMBED_CHUNK, model.vocab_size))).double()
         out += e.T @ e  # (d_model, d_model)
     return out.float()
 
 
-def unembed_embed(model: S.Model, layer: int) -> torch.Tensor:
+def unembed_embed(model: smollm2.Model, layer: int) -> torch.Tensor:
     """W_U W_E with the gains folded: diag(g_out) E^T E diag(g_attn of the layer), (d_model, d_model)."""
     return model.out_norm[:, None] * _gram(model) * model.layers[layer].attn_norm[None, :]
 
 
-def head_copying(model: S.Model, layer: int, head: int) -> Copying:
+def head_copying(model: smollm2.Model, layer: int, head: int) -> Copying:
     """The head's copying score from its d_head x d_head matrix W_O (W_U W_E) W_V."""
-    w = S.head_weights(model, layer, head)
+    w = smollm2.head_weights(model, layer, head)
     return copying_score(w.w_value, w.w_out, unembed_embed(model, layer))
 
 
 @functools.lru_cache(maxsize=1)
-def copying_scores(model: S.Model) -> torch.Tensor:
+def copying_scores(model: smollm2.Model) -> torch.Tensor:
     """Every head's copying score: (L, h) (fixed weights: once per process)."""
     out = torch.zeros(model.n_layers, model.heads)
     for layer in range(model.n_layers):
@@ -145,17 +145,17 @@ def copying_scores(model: S.Model) -> torch.Tensor:
 # the QK circuit --------------------------------------------------------------------------------------------
 
 
-def qk(model: S.Model, t: Trace, layer: int, head: int, query: int, key: int) -> QKSplit:
+def qk(model: smollm2.Model, t: Trace, layer: int, head: int, query: int, key: int) -> QKSplit:
     """Split the score of query position `query` and key position `key` (key <= query) of a head: the key's
     residual is its token's embedding plus what earlier layers wrote there, both through the attention norm with
     the scale of the whole residual frozen; each part with and without RoPE's rotation."""
     if not 0 <= key <= query < len(t.ids):
         raise ValueError(f"a query sees keys 0..itself; got query {query}, key {key} of {len(t.ids)} tokens")
-    w = S.head_weights(model, layer, head)
+    w = smollm2.head_weights(model, layer, head)
     gain = model.layers[layer].attn_norm
     x_q, x_k = t.hidden[layer, query], t.hidden[layer, key]  # (d_model,)
-    q = S.rms_norm(x_q, gain, model.eps) @ w.w_query  # (d_head,) before RoPE
-    scale = A.rms_scale(x_k, model.eps)
+    q = smollm2.rms_norm(x_q, gain, model.eps) @ w.w_query  # (d_head,) before RoPE
+    scale = rms_scale(x_k, model.eps)
     token = t.hidden[0, key]
     key_parts = torch.stack([token, x_k - token]) / scale * gain @ w.w_key  # (2, d_head)
     return qk_split(("key's token", "earlier layers at the key"), q, key_parts, query, key, model.rope_base)
@@ -164,13 +164,13 @@ def qk(model: S.Model, t: Trace, layer: int, head: int, query: int, key: int) ->
 # composition -----------------------------------------------------------------------------------------------
 
 
-def _matrices(model: S.Model, layer: int) -> HeadMatrices:
+def _matrices(model: smollm2.Model, layer: int) -> HeadMatrices:
     lw = model.layers[layer]  # the four attention matrices only (x @ W), not the MLP's
     w = [m.dequantize().T for m in (lw.w_query, lw.w_key, lw.w_value, lw.w_out)]
     return split_heads(*w, model.heads, model.kv_heads)
 
 
-def _layers(model: S.Model) -> Iterator[HeadMatrices]:
+def _layers(model: smollm2.Model) -> Iterator[HeadMatrices]:
     for layer in range(model.n_layers):
         yield _matrices(model, layer)
 
@@ -181,26 +181,26 @@ def _layers(model: S.Model) -> Iterator[HeadMatrices]:
 SHIPPED = Path(__file__).with_name("smollm2_composition.pt")
 
 
-def compute_composition(model: S.Model) -> Composition:
+def compute_composition(model: smollm2.Model) -> Composition:
     """Q-, K-, V-composition of all 270 heads from the weights, one layer's attention matrices at a time."""
     return composition(_layers(model))
 
 
-def save_composition(model: S.Model, path: Path = SHIPPED) -> None:
+def save_composition(model: smollm2.Model, path: Path = SHIPPED) -> None:
     """Compute the composition and write what `head_composition` reads back (the later-layer entries only)."""
     c = compute_composition(model)
-    torch.save({"sha256": S.GGUF.sha256, "layers": model.n_layers, "heads": model.heads,
+    torch.save({"sha256": smollm2.GGUF.sha256, "layers": model.n_layers, "heads": model.heads,
                 "q": c.q[c.later].clone(), "k": c.k[c.later].clone(), "v": c.v[c.later].clone(),
                 "ov_norms": c.ov_norms, "qk_norms": c.qk_norms}, path)  # fmt: skip
 
 
-def _shipped(model: S.Model, path: Path) -> Composition | None:
+def _shipped(model: smollm2.Model, path: Path) -> Composition | None:
     """The shipped composition, when it is there and of this file and shape; None otherwise."""
     try:
         data = torch.load(path, weights_only=True)
     except (FileNotFoundError, RuntimeError, EOFError):
         return None
-    if data.get("sha256") != S.GGUF.sha256 or (data["layers"], data["heads"]) != (model.n_layers, model.heads):
+    if data.get("sha256") != smollm2.GGUF.sha256 or (data["layers"], data["heads"]) != (model.n_layers, model.heads):
         return None
     n, h = model.n_layers * model.heads, model.heads
     layer_of = torch.arange(n) // h
@@ -214,7 +214,7 @@ def _shipped(model: S.Model, path: Path) -> Composition | None:
 
 
 @functools.lru_cache(maxsize=1)
-def head_composition(model: S.Model) -> Composition:
+def head_composition(model: smollm2.Model) -> Composition:
     """Q-, K-, V-composition of all 270 heads (fixed weights): the shipped numbers, else computed once per
     process."""
     return _shipped(model, SHIPPED) or compute_composition(model)
@@ -224,19 +224,19 @@ def head_composition(model: S.Model) -> Composition:
 
 
 @functools.lru_cache(maxsize=1)
-def _by_label(model: S.Model) -> dict[str, list[int]]:
+def _by_label(model: smollm2.Model) -> dict[str, list[int]]:
     """Every token's display text (`smollm2.labels`) -> the ids that show so (once per process)."""
     out: dict[str, list[int]] = {}
-    for i, label in enumerate(S.labels(model, range(model.vocab_size))):
+    for i, label in enumerate(smollm2.labels(model, range(model.vocab_size))):
         out.setdefault(label, []).append(i)
     return out
 
 
-def token_id(model: S.Model, text: str) -> int:
+def token_id(model: smollm2.Model, text: str) -> int:
     """The id of the one token whose text (as `smollm2.labels` shows it, leading space included: " River") is
     `text`; ValueError naming the tokens it makes when it is not exactly one token."""
     ids = model.tokenizer.encode(text).ids if text else []
-    if len(ids) == 1 and S.labels(model, ids)[0] == text:
+    if len(ids) == 1 and smollm2.labels(model, ids)[0] == text:
         return ids[0]
     found = _by_label(model).get(text, [])
     if len(found) == 1:
@@ -244,6 +244,6 @@ def token_id(model: S.Model, text: str) -> int:
     if len(found) > 1:
         raise ValueError(f"{text!r} is the text of {len(found)} tokens ({', '.join(map(str, found[:5]))}): "
                          "give one that is a single token")  # fmt: skip
-    pieces = " + ".join(repr(t) for t in S.labels(model, ids)) or "no token"
-    raise ValueError(f"{text!r} is not one token of {S.NAME} (it is {pieces}); give the text of exactly one token, "
-                     "leading space included")  # fmt: skip
+    pieces = " + ".join(repr(t) for t in smollm2.labels(model, ids)) or "no token"
+    raise ValueError(f"{text!r} is not one token of {smollm2.NAME} (it is {pieces}); give the text of exactly one "
+                     "token, leading space included")  # fmt: skip

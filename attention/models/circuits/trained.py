@@ -16,7 +16,7 @@ from typing import NamedTuple
 import torch
 
 from .. import tiny
-from . import attribution as A
+from .attribution import Component, attribute
 from .composition import Composition, HeadMatrices, composition, split_heads
 from .ov import copying_score, ov_tokens
 from .qk import QKSplit, qk_split
@@ -47,10 +47,10 @@ def trace(weights: tiny.Weights, ids: torch.Tensor, heads: int) -> Trace:
                  torch.stack(fwd.residual)[:, 0], fwd.logits[0])  # fmt: skip
 
 
-def components(layers: int, heads: int) -> tuple[A.Component, ...]:
+def components(layers: int, heads: int) -> tuple[Component, ...]:
     """embed (the token), position, then every head: the order of `attribution`'s parts."""
-    heads_ = [A.Component("head", layer, h) for layer in range(layers) for h in range(heads)]
-    return (A.Component("embed", None, None), A.Component("position", None, None), *heads_)
+    heads_ = [Component("head", layer, h) for layer in range(layers) for h in range(heads)]
+    return (Component("embed", None, None), Component("position", None, None), *heads_)
 
 
 def attribution(weights: tiny.Weights, t: Trace, target: int, versus: int | None = None, at: int = -1):
@@ -60,7 +60,7 @@ def attribution(weights: tiny.Weights, t: Trace, target: int, versus: int | None
         direction = direction - weights.unembed[:, versus]
     layers, heads = t.heads.shape[:2]
     parts = torch.cat([t.token[at, None], t.position[at, None], t.heads[:, :, at].reshape(layers * heads, -1)])
-    return A.attribute(components(layers, heads), parts, direction, residual=t.residual[-1, at])
+    return attribute(components(layers, heads), parts, direction, residual=t.residual[-1, at])
 
 
 def _matrices(weights: tiny.Weights, layer: int, heads: int) -> HeadMatrices:

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from ...basics import masks, position
 from ...basics.core import apply_mask, expand, merge_heads, project, scores, softmax, split_heads
-from . import packed as packing
+from . import packed
 from .reader import NAME, Layer, Model
 from .tokens import Prompt, prompt
 
@@ -121,13 +121,13 @@ def run_ids(
     keep: bool = True,
     all_logits: bool = False,
     ablate: Collection[tuple[int, int]] = (),
-    packed: bool = True,
+    int4: bool = True,
 ) -> Run:
     """The decoder over new tokens `ids`, after the `cache`'s tokens (a fresh forward when None).
 
     keep: store every layer's intermediates (a page's run); all_logits: logits for every new token, not only the
     last; ablate: (layer, head) pairs whose context is zeroed before the output projection (the head switched off);
-    packed: a run over one token (a generation step) multiplies the layers' 4-bit matrices packed (`packed.py`,
+    int4: a run over one token (a generation step) multiplies the layers' 4-bit matrices packed (`packed.py`,
     float32's numbers from torch's int4 kernel) instead of dequantizing every layer to float32 (False: the latter,
     as a run over several tokens always does: there the dequantized matrix serves every token).
     """
@@ -146,7 +146,7 @@ def run_ids(
 
     x = model.embeddings.dequantize(torch.tensor(ids))  # (T, d_model)
     hidden, kept = [x], []  # the residual stream; per layer (normed, queries, keys, values, weights, context)
-    four_bit = packing.packed(model) if packed and t == 1 and packing.available() else None  # a step's matrices
+    four_bit = packed.packed(model) if int4 and t == 1 and packed.available() else None  # a step's matrices
     for i, layer in enumerate(model.layers):
         w = layer_weights(layer) if four_bit is None else four_bit.layers[i]
         n = rms_norm(x, layer.attn_norm, model.eps)  # (T, d_model)
@@ -154,7 +154,7 @@ def run_ids(
             queries, keys, values = (project(n, w.w_query, None, h), project(n, w.w_key, None, hk),
                                      project(n, w.w_value, None, hk))  # fmt: skip
         else:
-            q, k, v = packing.matvec(n, w.qkv).split((h * model.d_head, hk * model.d_head, hk * model.d_head), 1)
+            q, k, v = packed.matvec(n, w.qkv).split((h * model.d_head, hk * model.d_head, hk * model.d_head), 1)
             queries, keys, values = split_heads(q, h), split_heads(k, hk), split_heads(v, hk)
         queries = position.apply_rope(queries, angles)  # (h, T, d_head)
         keys = position.apply_rope(keys, angles)  # (h_kv, T, d_head)
@@ -171,13 +171,13 @@ def run_ids(
         context = weights @ expand(values, h)  # (h, T, d_head)
         off = _head_mask(ablate, i, h)
         merged = merge_heads(context if off is None else context * off)  # (T, h d_head)
-        x = x + (merged @ w.w_out if four_bit is None else packing.matvec(merged, w.out))  # (T, d_model)
+        x = x + (merged @ w.w_out if four_bit is None else packed.matvec(merged, w.out))  # (T, d_model)
         m = rms_norm(x, layer.ffn_norm, model.eps)
         if four_bit is None:
             x = x + (F.silu(m @ w.w_gate) * (m @ w.w_up)) @ w.w_down  # (T, d_model) SwiGLU
         else:
-            gate, up = packing.matvec(m, w.gate_up).chunk(2, dim=1)  # (1, d_ff) each
-            x = x + packing.matvec(F.silu(gate) * up, w.down)
+            gate, up = packed.matvec(m, w.gate_up).chunk(2, dim=1)  # (1, d_ff) each
+            x = x + packed.matvec(F.silu(gate) * up, w.down)
         if keep:
             hidden.append(x)
             kept.append((n, queries, keys, values, weights, context))

@@ -30,12 +30,12 @@ def test_the_lesson_plans_are_up_to_date():
 def test_the_short_route_fits_fifty_minutes_and_the_plans_link_it():
     """The short route (attention.lessons.course.SHORT_ROUTE) is lessons of the course, in its order, within 50 minutes
     with time to open and close; the plans' README marks them and links the 50-minute plan."""
-    from attention.lessons import course as questions
+    from attention.lessons.course import SHORT_ROUTE
     from ui.pages import course
 
     ids = [lesson.id for lesson in course.LESSONS]
-    route = [course.BY_ID[i] for i in questions.SHORT_ROUTE]
-    assert [ids.index(i) for i in questions.SHORT_ROUTE] == sorted(ids.index(i) for i in questions.SHORT_ROUTE)
+    route = [course.BY_ID[i] for i in SHORT_ROUTE]
+    assert [ids.index(i) for i in SHORT_ROUTE] == sorted(ids.index(i) for i in SHORT_ROUTE)
     assert 40 <= sum(lesson.minutes for lesson in route) <= 46
     plan = (ROOT / "docs" / "course" / "50-minutes.md").read_text()
     for lesson in route:

@@ -3,9 +3,7 @@ under a memory limit (the hosted copy's 690 MB) trains in its own process, one r
 
 from __future__ import annotations
 
-import server.budget as budget
-import server.memory as memory
-import server.training as training
+from server import budget, memory, training
 
 
 def test_memory_limit_reads_the_first_file_that_sets_one(tmp_path):

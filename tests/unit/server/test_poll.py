@@ -17,8 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.redis_server import RedisServer, free_port, redis_server, require_redis
-from server.poll import MemoryStore, Poll, PollError, Question, RedisStore, Unavailable, resp, tokens
-from server.poll import rooms as poll_rooms
+from server.poll import MemoryStore, Poll, PollError, Question, RedisStore, Unavailable, resp, rooms, tokens
 
 CHOICE = Question("q1", "Which token does 'it' attend to most?", "choice", ("the", "cat", "it"), answer="1")
 NUMBER = Question("q2", "How many weights in row 3 are not zero?", "number", lo=0, hi=100, answer="3")
@@ -301,7 +300,7 @@ def test_the_redis_client_reads_every_reply_kind(redis) -> None:
 
 def test_one_client_opens_a_bounded_number_of_rooms_and_every_other_still_opens(replicas) -> None:
     poll, other = replicas(), replicas()
-    most, _ = poll_rooms.ROOMS_PER_ADDRESS
+    most, _ = rooms.ROOMS_PER_ADDRESS
     for i in range(most):
         (poll if i % 2 else other).open("203.0.113.9")  # counted across replicas
     with pytest.raises(PollError, match="Keep using a room you opened") as refused:
@@ -318,7 +317,7 @@ def test_a_room_nobody_joins_is_forgotten_within_minutes_and_a_joined_one_lives_
     for code, key in (idle, joined):
         poll.ask(code, key, CHOICE)
     poll.join(joined[0])
-    now[0] += poll_rooms.UNJOINED_S + 1
+    now[0] += rooms.UNJOINED_S + 1
     with pytest.raises(PollError, match="no room"):
         poll.room(idle[0])
     now[0] += 3 * 3600
@@ -330,9 +329,9 @@ def test_a_redis_room_nobody_joined_expires_in_minutes(redis) -> None:
     poll = Poll(store)
     code, key = poll.open()
     poll.ask(code, key, CHOICE)
-    assert 0 < store.ttl_s(code) <= poll_rooms.UNJOINED_S
+    assert 0 < store.ttl_s(code) <= rooms.UNJOINED_S
     poll.join(code)
-    assert store.ttl_s(code) > poll_rooms.UNJOINED_S
+    assert store.ttl_s(code) > rooms.UNJOINED_S
 
 
 def test_a_full_server_makes_way_with_a_room_nobody_joined_and_says_what_to_do_when_none() -> None:
@@ -392,7 +391,7 @@ def test_a_ballot_stuffer_is_bounded_by_its_address_and_a_school_behind_one_addr
             assert poll.answer(code, phone, "q1", pick, school) == "ok"
     assert poll.tally(code, CHOICE).counts == {"1": 60} and poll.room(code).joined == 60
 
-    stuffer, (most_joins, _), (most_answers, _) = "203.0.113.66", poll_rooms.JOINS_PER_ADDRESS, poll_rooms.ADDRESS_RATE
+    stuffer, (most_joins, _), (most_answers, _) = "203.0.113.66", rooms.JOINS_PER_ADDRESS, rooms.ADDRESS_RATE
     tokens = [poll.join(code, stuffer) for _ in range(most_joins)]
     with pytest.raises(PollError, match="devices have joined this room from your network"):
         other.join(code, stuffer)
@@ -410,14 +409,14 @@ def test_room_codes_cannot_be_tried_in_bulk_from_one_session_or_one_address(repl
     poll = replicas()
     code, _ = poll.open()
     wrong = [c for c in ("ABCDE", "FGHJK", "MNPQR", "STUVW", "XYZ23", "45678", "9ABCD") if c != code]
-    most_session, _ = poll_rooms.CODE_TRIES["session"]
+    most_session, _ = rooms.CODE_TRIES["session"]
     for guess in wrong[:most_session]:
         with pytest.raises(PollError, match="no room"):
             poll.enter(guess, "203.0.113.5", "session-1")
     with pytest.raises(PollError, match="Too many wrong room codes"):
         poll.enter(code, "203.0.113.5", "session-1")  # even the right code, until the window has passed
     assert poll.enter(code, "192.0.2.8", "session-2").code == code  # another visitor is not held back
-    most_address, _ = poll_rooms.CODE_TRIES["address"]
+    most_address, _ = rooms.CODE_TRIES["address"]
     for i in range(most_address - most_session):  # a fresh session a try, from one address
         with pytest.raises(PollError, match="no room"):
             poll.enter(wrong[0], "203.0.113.5", f"fresh-{i}")

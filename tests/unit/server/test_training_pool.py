@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from attention.models import tiny
-from server import training as pool
+from server import training
 
 # the largest settings (about 44 MB kept each): three fit KEPT_BYTES, a fourth does not
 LARGE = tiny.Settings(layers=3, heads=4, d_model=64, steps=1000, every=5)
@@ -72,23 +72,25 @@ def visitors() -> Visitors:
 
 
 @pytest.fixture
-def service(trainer: FakeTrainer, visitors: Visitors) -> Iterator[pool.Service]:
+def service(trainer: FakeTrainer, visitors: Visitors) -> Iterator[training.Service]:
     """Training in the server's process, one run at a time; a tab gone counts as left at once (grace 0)."""
-    s = pool.Service(processes=False, grace_s=0.0, sweep_s=3600.0, alive=visitors)
+    s = training.Service(processes=False, grace_s=0.0, sweep_s=3600.0, alive=visitors)
     yield s
     s.shutdown()
 
 
-def wait(job: pool.Job, timeout: float = 30.0) -> None:
+def wait(job: training.Job, timeout: float = 30.0) -> None:
     end = time.monotonic() + timeout
     while not job.finished_training:
         assert time.monotonic() < end, f"{job.status} at step {job.step}"
         time.sleep(0.01)
 
 
-def test_three_visitors_at_the_largest_settings_each_keep_their_run(service: pool.Service, visitors: Visitors) -> None:
+def test_three_visitors_at_the_largest_settings_each_keep_their_run(
+    service: training.Service, visitors: Visitors
+) -> None:
     visitors.come("a", "b", "c", "d")
-    jobs: dict[str, pool.Job] = {}
+    jobs: dict[str, training.Job] = {}
     settings = {name: LARGE.replace(seed=i) for i, name in enumerate("abcd")}
     presses = [threading.Thread(target=lambda n=n: jobs.__setitem__(n, service.start(settings[n], n))) for n in "abc"]
     for t in presses:
@@ -101,11 +103,11 @@ def test_three_visitors_at_the_largest_settings_each_keep_their_run(service: poo
     for name in "abc":  # every finished run is still there for its visitor
         assert service.see(settings[name], name) is jobs[name]
         assert len(jobs[name].snapshots) == LARGE.steps // LARGE.every  # the fake's: one a snapshot interval
-    assert service.kept_bytes_used() == 3 * LARGE.run_bytes <= pool.KEPT_BYTES
+    assert service.kept_bytes_used() == 3 * LARGE.run_bytes <= training.KEPT_BYTES
     # a fourth large run does not fit beside them: refused before Play, and Play takes nothing away
     said = service.room(settings["d"], "d")
     assert said is not None and said.startswith(f"This run would keep {LARGE.run_bytes / 2**20:.0f} MB of weights")
-    with pytest.raises(pool.NoRoom, match="Play is back when one of them leaves"):
+    with pytest.raises(training.NoRoom, match="Play is back when one of them leaves"):
         service.start(settings["d"], "d")
     assert [j.settings for j in service.kept()] == [settings[n] for n in "abc"]
     # a small run still fits in what is left
@@ -121,7 +123,7 @@ def test_three_visitors_at_the_largest_settings_each_keep_their_run(service: poo
 
 
 def test_a_run_that_finished_seconds_ago_is_not_evicted_for_a_newer_one(
-    service: pool.Service, visitors: Visitors
+    service: training.Service, visitors: Visitors
 ) -> None:
     """The LRU used to evict the oldest finished run whatever its visitor was doing (one visitor's run vanished when
     another pressed Play): now only unheld ones go, least recently used first."""
@@ -138,7 +140,7 @@ def test_a_run_that_finished_seconds_ago_is_not_evicted_for_a_newer_one(
     assert service.get(LARGE.replace(seed=2)) is mine and service.get(LARGE.replace(seed=3)) is third
 
 
-def test_unheld_runs_go_least_recently_used_first(service: pool.Service, visitors: Visitors) -> None:
+def test_unheld_runs_go_least_recently_used_first(service: training.Service, visitors: Visitors) -> None:
     service.kept_bytes = 3 * LARGE.run_bytes
     visitors.come("x")
     runs = [service.start(LARGE.replace(seed=i)) for i in range(3)]  # no visitor: none held
@@ -150,7 +152,7 @@ def test_unheld_runs_go_least_recently_used_first(service: pool.Service, visitor
 
 
 def test_a_queued_run_whose_visitor_left_is_cancelled_and_never_trains(
-    service: pool.Service, visitors: Visitors, trainer: FakeTrainer
+    service: training.Service, visitors: Visitors, trainer: FakeTrainer
 ) -> None:
     visitors.come("a", "d")
     gate = trainer.hold(1)
@@ -170,7 +172,7 @@ def test_a_queued_run_whose_visitor_left_is_cancelled_and_never_trains(
 
 
 def test_a_training_run_whose_visitors_left_stops_between_chunks(
-    service: pool.Service, visitors: Visitors, trainer: FakeTrainer
+    service: training.Service, visitors: Visitors, trainer: FakeTrainer
 ) -> None:
     visitors.come("a", "b")
     gate = trainer.hold(1)
@@ -189,7 +191,7 @@ def test_a_training_run_whose_visitors_left_stops_between_chunks(
 
 
 def test_one_queued_run_a_visitor_a_second_play_replaces_the_first(
-    service: pool.Service, visitors: Visitors, trainer: FakeTrainer
+    service: training.Service, visitors: Visitors, trainer: FakeTrainer
 ) -> None:
     visitors.come("a", "b", "c")
     gate = trainer.hold(0)
@@ -213,7 +215,7 @@ def test_one_queued_run_a_visitor_a_second_play_replaces_the_first(
 
 
 def test_a_tab_that_reconnects_within_the_grace_keeps_its_runs(trainer: FakeTrainer, visitors: Visitors) -> None:
-    service = pool.Service(processes=False, grace_s=60.0, sweep_s=3600.0, alive=visitors)
+    service = training.Service(processes=False, grace_s=60.0, sweep_s=3600.0, alive=visitors)
     try:
         visitors.come("a")
         gate = trainer.hold(1)
@@ -230,7 +232,9 @@ def test_a_tab_that_reconnects_within_the_grace_keeps_its_runs(trainer: FakeTrai
         service.shutdown()
 
 
-def test_a_held_run_is_held_for_hold_s_after_its_last_use_at_most(service: pool.Service, visitors: Visitors) -> None:
+def test_a_held_run_is_held_for_hold_s_after_its_last_use_at_most(
+    service: training.Service, visitors: Visitors
+) -> None:
     service.kept_bytes = LARGE.run_bytes
     visitors.come("a", "b")
     first = service.start(LARGE.replace(seed=1), "a")
@@ -243,7 +247,7 @@ def test_a_held_run_is_held_for_hold_s_after_its_last_use_at_most(service: pool.
 
 
 def test_a_service_shut_down_trains_no_further_chunk(
-    service: pool.Service, visitors: Visitors, trainer: FakeTrainer
+    service: training.Service, visitors: Visitors, trainer: FakeTrainer
 ) -> None:
     visitors.come("a")
     gate = trainer.hold(5)
@@ -260,14 +264,14 @@ def test_a_service_shut_down_trains_no_further_chunk(
     assert job.status == "cancelled" and job.message == "the server stopped" and trainer.asked.count(5) == 1
 
 
-def test_a_run_larger_than_what_the_server_keeps_is_said_so(service: pool.Service) -> None:
+def test_a_run_larger_than_what_the_server_keeps_is_said_so(service: training.Service) -> None:
     service.kept_bytes = LARGE.run_bytes - 1
     said = service.room(LARGE, "a")
     assert said is not None and "more than the" in said and "this server keeps for all its visitors' runs" in said
 
 
 def test_the_budget_being_short_lets_go_of_unheld_runs_and_the_scrub_cache(
-    service: pool.Service, visitors: Visitors
+    service: training.Service, visitors: Visitors
 ) -> None:
     visitors.come("a")
     held = service.start(SMALL.replace(seed=1), "a")
@@ -276,12 +280,12 @@ def test_the_budget_being_short_lets_go_of_unheld_runs_and_the_scrub_cache(
     wait(spare)
     service.see(SMALL.replace(seed=1), "a")
     service.scrub.get("k", lambda: bytearray(10), "a", nbytes=len)
-    pool._let_go()  # what server/budget.py calls when a large run does not fit
+    training._let_go()  # what server/budget.py calls when a large run does not fit
     assert [j.settings.seed for j in service.kept()] == [1] and len(service.scrub) == 0
 
 
 def test_three_tabs_at_the_largest_setting_never_turn_the_default_run_off(
-    service: pool.Service, visitors: Visitors
+    service: training.Service, visitors: Visitors
 ) -> None:
     """Issue 50: three visitors holding the largest kept runs filled the room, and Play was off for everyone for
     up to 30 minutes, the default setting and the course's lesson 12 included. Small runs have a reserve."""
@@ -302,7 +306,7 @@ def test_three_tabs_at_the_largest_setting_never_turn_the_default_run_off(
 
 
 def test_a_reserve_full_of_small_runs_lets_the_oldest_finished_one_go(
-    service: pool.Service, visitors: Visitors
+    service: training.Service, visitors: Visitors
 ) -> None:
     service.kept_bytes = 3 * LARGE.run_bytes
     service.reserve_bytes = 2 * SMALL.run_bytes
@@ -322,7 +326,7 @@ def test_a_reserve_full_of_small_runs_lets_the_oldest_finished_one_go(
 
 
 def test_a_small_run_that_finds_even_the_reserve_training_is_told_to_wait_not_to_change_it(
-    service: pool.Service, visitors: Visitors, trainer: FakeTrainer
+    service: training.Service, visitors: Visitors, trainer: FakeTrainer
 ) -> None:
     """The course's lesson 12 cannot change its run's size: a refusal there names no setting to change."""
     service.kept_bytes = 0

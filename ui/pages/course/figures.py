@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 import torch
 
-from attention.lessons import course as questions
-from attention.lessons import permutation, soft_lookup
+from attention.lessons import course, permutation, soft_lookup
 from attention.llm import flash, kv_memory
 from attention.models import tiny
+from server.warmup import lazy
 
 from ...charts import band_chart, bars, chart, sweep_frame
 from ...heatmaps import heatmap
@@ -22,18 +21,20 @@ from ...results import compute, scaling_sweep
 from .. import training
 from . import runs
 
+pd = lazy("pandas")  # at first use (server/warmup.py): `import ui` imports this module for the course map
+
 
 def toy(inputs: dict[str, Any], **overrides: Any):
-    return compute(questions.toy_config(inputs, **overrides))  # the pages' shared, bounded cache
+    return compute(course.toy_config(inputs, **overrides))  # the pages' shared, bounded cache
 
 
 def n_tokens(inputs: dict[str, Any]) -> int:
-    return len(questions.tokenize(str(inputs["sentence"])))
+    return len(course.tokenize(str(inputs["sentence"])))
 
 
 def lookup(i: dict[str, Any]) -> None:
     result = toy(i)
-    q = questions.query_token(i)
+    q = course.query_token(i)
     look = soft_lookup.soft_lookup(result, 0, q)
     keys = labels(result.key_tokens)
     left, right = st.columns(2)
@@ -46,7 +47,7 @@ def lookup(i: dict[str, Any]) -> None:
 def doubled(i: dict[str, Any]) -> None:
     base = toy(i, mask="none")
     doubled = toy(i, mask="none", scale="temperature", temperature=base.scale / 2)
-    q = questions.query_token(i)
+    q = course.query_token(i)
     keys = labels(base.key_tokens)
     before, after = base.weights[0, q], doubled.weights[0, q]
     top = float(max(before.max(), after.max()))  # one scale for both: the same length is the same weight
@@ -57,7 +58,7 @@ def doubled(i: dict[str, Any]) -> None:
 
 def scaling(i: dict[str, Any]) -> None:
     t = min(max(n_tokens(i), 2), 32)
-    sweep = scaling_sweep(t, int(i["seed"]), questions.SWEEP_SEEDS)
+    sweep = scaling_sweep(t, int(i["seed"]), course.SWEEP_SEEDS)
     band_chart(sweep_frame(sweep, "spread"), title="Score spread over d_k", y_title="std of the scores",
                current=int(i["d_k"]), key="co:spread")  # fmt: skip
     st.caption("The dashed rule is your d_k: unscaled, the spread grows like √d_k; scaled, it stays near 1.")
@@ -73,7 +74,7 @@ def masks(i: dict[str, Any]) -> None:
 def heads(i: dict[str, Any]) -> None:
     result = toy(i)
     tok = labels(result.tokens)
-    q = questions.query_token(i)
+    q = course.query_token(i)
     # one column a head in one heatmap, a row a key: every key labelled, however long the sentence, and one colour
     # scale for all the heads (up to the largest weight: the heads' favourites stand out)
     rows = result.weights[:, q].T
@@ -82,7 +83,7 @@ def heads(i: dict[str, Any]) -> None:
 
 
 def position(i: dict[str, Any]) -> None:
-    tokens = questions.tokenize(str(i["sentence"]))
+    tokens = course.tokenize(str(i["sentence"]))
     perm = permutation.shuffled_order(tokens, seed=0)
     shuffled_tokens = permutation.apply_order(tokens, perm)
     context = toy(i, mask="none").context[0]
@@ -140,11 +141,11 @@ def tiles(i: dict[str, Any]) -> None:
 def encoder(i: dict[str, Any]) -> None:
     # Imported here, not with the course: only the Real model page and this lesson load the model's readers (its
     # helper keeps them out of every other page, tests/app/test_real_model.py), not every page that imports `ui`
-    from .. import model as real
+    from .. import model
 
-    _, reading = real.run(str(i["sentence"]))
+    _, reading = model.run(str(i["sentence"]))
     layer, head = int(i["layer"]), int(i["head"])
-    result = real.head_result(reading, layer, head)
+    result = model.head_result(reading, layer, head)
     tok = labels(reading.tokens)
     heatmap(result.weights[0], tok, tok, title=f"Softmax weights, layer {layer + 1} head {head + 1}", kind="weights",
             key="co:encoder", annotate=False)  # fmt: skip
@@ -152,13 +153,13 @@ def encoder(i: dict[str, Any]) -> None:
 
 
 def induction(i: dict[str, Any]) -> None:
-    found = questions.induction_head(i)
-    ids, tok = questions.induction_prompt(i)
+    found = course.induction_head(i)
+    ids, tok = course.induction_prompt(i)
     weights = runs.smollm2_run(ids).weights[found.layer, found.head]  # the chat page's run, shared server-wide
     heatmap(weights, tok, tok, title=f"Layer {found.layer + 1}, head {found.head + 1}: the strongest induction head",
             kind="weights", key="co:induction", annotate=False)  # fmt: skip
     st.caption(
-        f"Rows are queries, columns keys. The stripe {questions.INDUCTION_LENGTH - 1} below the diagonal: each token "
+        f"Rows are queries, columns keys. The stripe {course.INDUCTION_LENGTH - 1} below the diagonal: each token "
         "of the second copy reads the token after its earlier copy (induction). The bright first column: queries "
         "with nothing to read park their weight on token 1 (the sink)."
     )
@@ -179,7 +180,7 @@ def fall_so_far(i: dict[str, Any]) -> None:
 
 def fall(i: dict[str, Any]) -> None:
     run = runs.lesson_run(i)
-    fall = questions.steepest_fall(run)
+    fall = course.steepest_fall(run)
     training.curve(training.loss_frame(run), training.curve_spec(
         "Loss", "nats", "series", rule=tiny.CHANCE, rule_label=f"chance: ln {tiny.VOCAB} = {tiny.CHANCE:.2f}",
         mark_step=fall.step, mark_label="falls fastest", height=200,
@@ -190,7 +191,7 @@ def fall(i: dict[str, Any]) -> None:
 def composition(i: dict[str, Any]) -> None:
     """Lesson 13: how the run's induction head reads each head of layer 1 (Q-, K- and V-composition), beside how much
     each of those heads looks at the token just before (its previous-token score); counted from 1."""
-    r = questions.reading(i)
+    r = course.reading(i)
     heads = [f"head {h + 1}" for h in range(r.k.shape[0])]
     scores = torch.stack([r.q, r.k, r.v], 1)  # (h, 3)
     left, right = st.columns([3, 2])

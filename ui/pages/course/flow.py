@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from attention.lessons import course as questions
+from attention.lessons import course
 from attention.lessons.course import Verdict
 from attention.lessons.course.toy import COUNTED_MASKS
 
@@ -66,7 +66,7 @@ def _mark(lesson: str, mark: str) -> None:
 def inputs(lesson: Lesson) -> dict[str, Any]:
     """The question's inputs: the parameters as the learner set them (the lesson's own defaults where untouched),
     and the server's runners for its models."""
-    return {**{name: get(name) for name in lesson.question.reads}, questions.RUNS: RUNS}
+    return {**{name: get(name) for name in lesson.question.reads}, course.RUNS: RUNS}
 
 
 def answer_of(lesson: Lesson, now: dict[str, Any]) -> Answer | None:
@@ -74,7 +74,7 @@ def answer_of(lesson: Lesson, now: dict[str, Any]) -> Answer | None:
     kept = st.session_state.setdefault(ANSWERS, {}).get(lesson.id)
     if kept is None:
         return None
-    if kept.fingerprint != questions.fingerprint(lesson.question, now):
+    if kept.fingerprint != course.fingerprint(lesson.question, now):
         st.session_state[ANSWERS].pop(lesson.id)
         st.session_state["course:changed"] = lesson.id
         put("answer", "")
@@ -86,7 +86,7 @@ def _waits(lesson: Lesson, now: dict[str, Any], raw: Any) -> bool:
     """Whether the lesson's answer still waits for its run (a training): the answer is then kept until it is ready."""
     if lesson.ready is None or lesson.ready(now) is None:
         return False
-    st.session_state.setdefault(WAITING, {})[lesson.id] = (questions.fingerprint(lesson.question, now), raw)
+    st.session_state.setdefault(WAITING, {})[lesson.id] = (course.fingerprint(lesson.question, now), raw)
     return True
 
 
@@ -95,7 +95,7 @@ def waiting(lesson: Lesson, now: dict[str, Any]) -> bool:
     kept = st.session_state.get(WAITING, {}).get(lesson.id)
     if kept is None:
         return False
-    if kept[0] != questions.fingerprint(lesson.question, now):
+    if kept[0] != course.fingerprint(lesson.question, now):
         st.session_state[WAITING].pop(lesson.id)
         return False
     if lesson.ready is not None and lesson.ready(now) is not None:
@@ -119,7 +119,7 @@ def commit(lesson: Lesson, raw: Any) -> None:
     st.session_state["course:problem"] = verdict.message if verdict.ok is None else None
     if verdict.ok is None:
         return
-    st.session_state.setdefault(ANSWERS, {})[lesson.id] = Answer(questions.fingerprint(lesson.question, now), verdict)
+    st.session_state.setdefault(ANSWERS, {})[lesson.id] = Answer(course.fingerprint(lesson.question, now), verdict)
     put("answer", str(raw))  # the stage in the link: a reload or the browser's Back reopens it (`follow_link`)
     _mark(lesson.id, "right" if verdict.ok else "wrong")
 
@@ -130,7 +130,7 @@ def reveal(lesson: Lesson) -> None:
     put("answer", SHOWN)
     if _waits(lesson, now, REVEAL):
         return
-    st.session_state.setdefault(ANSWERS, {})[lesson.id] = Answer(questions.fingerprint(lesson.question, now), None)
+    st.session_state.setdefault(ANSWERS, {})[lesson.id] = Answer(course.fingerprint(lesson.question, now), None)
     if lesson.id not in progress():
         _mark(lesson.id, "seen")
 
@@ -204,7 +204,7 @@ def course_map() -> None:
     top.page_link("pages/self_attention.py", label="Just explore: open Self-attention", icon=":material/explore:")
     top.page_link("pages/inventory.py", label="Check what you know: before the course, and again after it",
                   icon=":material/quiz:")  # fmt: skip
-    short = [BY_ID[i] for i in questions.SHORT_ROUTE]
+    short = [BY_ID[i] for i in course.SHORT_ROUTE]
     minutes = sum(lesson.minutes for lesson in short)
     ways = st.container(horizontal=True, vertical_alignment="center")
     if get("route") == "short":
@@ -218,7 +218,7 @@ def course_map() -> None:
         row = st.container(horizontal=True, vertical_alignment="center", key=f"co-map-{lesson.id}")
         mark = MARKS.get(marks.get(lesson.id, ""), NOT_YET)
         row.button(f"{mark} {k + 1}. {lesson.title}", key=f"co:open:{lesson.id}", on_click=go, args=(lesson.id,))
-        star = " · ★ short route" if lesson.id in questions.SHORT_ROUTE else ""
+        star = " · ★ short route" if lesson.id in course.SHORT_ROUTE else ""
         row.caption(f"{lesson.minutes} min · the page: {lesson.page_title}{star}")
     st.caption("Your progress travels in this page's link (bookmark it to resume); the server keeps nothing about you.")
 
@@ -226,7 +226,7 @@ def course_map() -> None:
 def _route() -> tuple[Lesson, ...]:
     """The lessons a learner goes through in order: all, or the short route's (a 50-minute class)."""
     if get("route") == "short":
-        return tuple(lesson for lesson in LESSONS if lesson.id in questions.SHORT_ROUTE)
+        return tuple(lesson for lesson in LESSONS if lesson.id in course.SHORT_ROUTE)
     return LESSONS
 
 
@@ -318,7 +318,7 @@ def _controls(lesson: Lesson) -> None:
             pick(name, list(range(6 if name == "layer" else 12)), name.capitalize(), container=st,
                  format_func=lambda x: str(x + 1))  # fmt: skip
         elif name == "token":  # the chat lesson's query, within its two copies
-            n = questions.INDUCTION_LENGTH
+            n = course.INDUCTION_LENGTH
             pick(name, list(range(2 * n)), "Token followed", container=st,
                  format_func=lambda t, n=n: f"{t + 1} ({'first' if t < n else 'second'} copy)")  # fmt: skip
         else:

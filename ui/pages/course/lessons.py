@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from attention.lessons import course as questions
+from attention.lessons import course
 from attention.lessons.course import Question
 from attention.llm import kv_memory
 
@@ -36,15 +36,15 @@ class Lesson:
 
 
 def _next_token(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    t = (questions.query_token(i) + 1) % max(n_tokens(i), 1)
+    t = (course.query_token(i) + 1) % max(n_tokens(i), 1)
     return f"Follow token {t + 1} instead", {"token": t}
 
 
 def _repeat_word(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A second copy of the query's word: its key is the first copy's, so the two scores are equal, and they stay
     equal when doubled (e^0 = 1) while every gap to the others grows: only differences matter to the softmax."""
-    tokens = questions.tokenize(str(i["sentence"]))
-    word = tokens[questions.query_token(i)] if tokens else "the"
+    tokens = course.tokenize(str(i["sentence"]))
+    word = tokens[course.query_token(i)] if tokens else "the"
     return (f"Add a second “{word}”: do its two equal scores stay equal when doubled?",
             {"sentence": f"{str(i['sentence']).rstrip()} {word}"})  # fmt: skip
 
@@ -93,8 +93,8 @@ def _other_layer(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def _next_copy(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    n = questions.INDUCTION_LENGTH
-    t = questions.induction_query(i)
+    n = course.INDUCTION_LENGTH
+    t = course.induction_query(i)
     new = t - n if t >= n else t + n
     where = "first" if new < n else "second"
     return f"Follow token {new + 1}, the same token in the {where} copy", {"token": new}
@@ -110,7 +110,7 @@ def _seed_for_heads(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return f"Train with seed {new}: which head of layer 1 do the keys read now?", {"train_seed": new}
 
 
-Q = questions.QUESTIONS
+Q = course.QUESTIONS
 LESSONS: tuple[Lesson, ...] = (
     Lesson("soft_lookup", "The soft lookup", "pages/soft_lookup.py", "Soft lookup", 5,
            "A dictionary returns the value of the one key that matches; attention returns every value at once, each "

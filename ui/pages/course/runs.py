@@ -9,7 +9,7 @@ from typing import Any
 
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from attention.lessons import course as questions
+from attention.lessons import course
 from attention.models import tiny
 from server import sessions
 from server.chat import prompt_run
@@ -24,7 +24,7 @@ def smollm2_run(ids: tuple[int, ...]):
     memory cannot take now is explained and the page stopped); outside a page's run (a script, a test of the
     package in the same process), the package's own."""
     if get_script_run_ctx() is None:
-        return questions.forward(ids)
+        return course.forward(ids)
     with or_stop("The chat model"):
         return prompt_run(ids)
 
@@ -53,13 +53,13 @@ RUNS = {"smollm2": smollm2_run, "tiny": pool_run}
 
 
 def lesson_run(i: dict[str, Any]) -> tiny.Run:
-    return pool_run(questions.lesson_settings(i))
+    return pool_run(course.lesson_settings(i))
 
 
 def training_wait(i: dict[str, Any]) -> str | None:
     """None once the lesson's run is trained (kept by the pool), else where it stands, in words."""
     try:
-        job = _job(questions.lesson_settings(i))
+        job = _job(course.lesson_settings(i))
     except NoRoom as refused:
         return str(refused)
     if job.finished_training:
@@ -74,7 +74,7 @@ def training_wait(i: dict[str, Any]) -> str | None:
 def run_so_far(i: dict[str, Any]) -> tiny.Run | None:
     """The lesson's run as far as it has trained (its snapshots so far), None before its first."""
     try:
-        job = _job(questions.lesson_settings(i))
+        job = _job(course.lesson_settings(i))
     except NoRoom:
         return None
     return job.run if job.snapshots else None

@@ -203,9 +203,9 @@ def test_minilm_scores_equal_the_definitions_on_bertmodels_eager_attentions(offl
 
 @pytest.fixture(scope="module")
 def llama(offline):
-    from attention.models import smollm2 as S
+    from attention.models import smollm2
 
-    return llama_from_gguf(S.load().path)[0]
+    return llama_from_gguf(smollm2.load().path)[0]
 
 
 @pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
@@ -220,11 +220,11 @@ def test_smollm2_scores_equal_the_definitions_on_llamas_eager_attentions(llama, 
 
 
 def test_the_repeated_token_probe_ranks_the_chat_pages_induction_head_first() -> None:
-    from attention.models import smollm2 as S
+    from attention.models import smollm2
 
-    model = S.load()
-    ids = S.induction_ids(model)  # the chat page's induction preset: the head it calls its induction head
-    chat = divmod(int(interpret.induction(S.run_ids(model, ids).weights, ids).argmax()), model.heads)
+    model = smollm2.load()
+    ids = smollm2.induction_ids(model)  # the chat page's induction preset: the head it calls its induction head
+    chat = divmod(int(interpret.induction(smollm2.run_ids(model, ids).weights, ids).argmax()), model.heads)
     scored = atlas.model_atlas("smollm2", "repeated")
     assert scored.texts == len(atlas.REPEAT_SEEDS) > 1  # more probes than the page's one
     (layer, head, score), runner_up = atlas.ranked(scored.scores["induction"], 2)

@@ -122,14 +122,14 @@ def fall_oracle(i):
 def two_layers_oracle(i):
     """The head of the first layer whose output the induction head's keys read most: the induction head by its score
     at the run's last snapshot, the K-composition by the formula on the whole d_model x d_model matrices."""
-    from attention.models import circuits as C
+    from attention.models import circuits
 
     s = tiny.Settings(**{**course.LESSON_RUN, "seed": int(i["train_seed"])})
     last = trained(s).snapshots[-1]
     reader = max(range(s.heads), key=last.scores["induction"][1].__getitem__)
     layers = last.weights.layers
-    first, second = (C.split_heads(w.w_query, w.w_key, w.w_value, w.w_out, s.heads, s.heads) for w in layers)
-    k = [C.reference(first, h, second, reader)["k"] for h in range(s.heads)]
+    first, second = (circuits.split_heads(w.w_query, w.w_key, w.w_value, w.w_out, s.heads, s.heads) for w in layers)
+    k = [circuits.reference(first, h, second, reader)["k"] for h in range(s.heads)]
     return max(range(s.heads), key=k.__getitem__)
 
 

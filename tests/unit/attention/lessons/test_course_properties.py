@@ -399,7 +399,7 @@ def test_watch_it_learn(sd):
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 9999))
 def test_two_layers(sd):
-    from attention.models import circuits as C
+    from attention.models import circuits
 
     i = {**inputs("two_layers", train_seed=sd), **RUNS}
     q = Q["two_layers"]
@@ -410,8 +410,8 @@ def test_two_layers(sd):
     last, s = run.snapshots[-1], run.settings
     reader = max(range(s.heads), key=last.scores["induction"][1].__getitem__)  # the induction head, layer 2
     layers = last.weights.layers
-    first, second = (C.split_heads(w.w_query, w.w_key, w.w_value, w.w_out, s.heads, s.heads) for w in layers)
-    k = torch.tensor([C.reference(first, h, second, reader)["k"] for h in range(s.heads)])
+    first, second = (circuits.split_heads(w.w_query, w.w_key, w.w_value, w.w_out, s.heads, s.heads) for w in layers)
+    k = torch.tensor([circuits.reference(first, h, second, reader)["k"] for h in range(s.heads)])
     ties = {int(h) for h in torch.nonzero(k >= k.max() - course.two_layers.EDGE).flatten()}
     graded(q, i, int(k.argmax()), ties)
     assert f"Layer 2's head {reader + 1}" in q.answer(i).why

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention.lessons import inventory as inv
+from attention.lessons import inventory
 
 SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
 NUM = r"-?\d[\d,]*(?:\.\d+)?"
@@ -27,7 +27,7 @@ def vectors(text: str) -> list[list[float]]:
     return [numbers(v) for v in re.findall(r"\(([^()]*\d[^()]*)\)", text) if "/" not in v and "token" not in v]
 
 
-def nearest(form: inv.Form, target: float | list[float]) -> int:
+def nearest(form: inventory.Form, target: float | list[float]) -> int:
     """The answer whose numbers lie nearest the solver's value."""
 
     def distance(k: int) -> float:
@@ -38,7 +38,7 @@ def nearest(form: inv.Form, target: float | list[float]) -> int:
     return min(range(len(form.answers)), key=distance)
 
 
-def solve(form: inv.Form) -> int:
+def solve(form: inventory.Form) -> int:
     """The index of the right answer, from the prompt's own words."""
     p = form.prompt
     if form.item == "shift":
@@ -86,16 +86,16 @@ def solve(form: inv.Form) -> int:
 
 
 def test_eleven_items_each_with_its_misconceptions():
-    assert 10 <= len(inv.ITEMS) <= 12
-    assert len({i.id for i in inv.ITEMS}) == len(inv.ITEMS)
-    assert all(len(i.misconceptions) >= 2 for i in inv.ITEMS)
+    assert 10 <= len(inventory.ITEMS) <= 12
+    assert len({i.id for i in inventory.ITEMS}) == len(inventory.ITEMS)
+    assert all(len(i.misconceptions) >= 2 for i in inventory.ITEMS)
 
 
 @settings(max_examples=15, deadline=None)
 @given(seed=SEEDS)
 def test_every_key_holds_against_the_solver(seed):
-    for phase in inv.PHASES:
-        for form in inv.test(seed, phase):
+    for phase in inventory.PHASES:
+        for form in inventory.test(seed, phase):
             assert solve(form) == form.answer_key, (form.item, form.prompt, form.answers)
             assert form.grade(form.answer_key, form.reason_key).right
 
@@ -103,7 +103,7 @@ def test_every_key_holds_against_the_solver(seed):
 @settings(max_examples=15, deadline=None)
 @given(seed=SEEDS)
 def test_every_misconception_is_marked_wrong(seed):
-    for form, item in zip(inv.test(seed, "post"), inv.ITEMS, strict=True):
+    for form, item in zip(inventory.test(seed, "post"), inventory.ITEMS, strict=True):
         wrong = [k for k in range(len(form.answers)) if k != form.answer_key]
         assert set(form.answer_misconceptions) == set(wrong), form.item  # every wrong answer stands for one
         for k, name in form.answer_misconceptions.items():
@@ -119,22 +119,22 @@ def test_every_misconception_is_marked_wrong(seed):
 @settings(max_examples=15, deadline=None)
 @given(seed=SEEDS)
 def test_pre_and_post_never_show_the_same_twin(seed):
-    pre, post = inv.test(seed, "pre"), inv.test(seed, "post")
-    assert [f.item for f in pre] == [f.item for f in post] == [i.id for i in inv.ITEMS]
+    pre, post = inventory.test(seed, "pre"), inventory.test(seed, "post")
+    assert [f.item for f in pre] == [f.item for f in post] == [i.id for i in inventory.ITEMS]
     assert all(a.prompt != b.prompt for a, b in zip(pre, post, strict=True))
-    assert inv.test(seed, "pre") == pre  # a seed gives its twins back
+    assert inventory.test(seed, "pre") == pre  # a seed gives its twins back
 
 
 def test_twins_vary_their_numbers_and_the_place_of_the_key():
-    for item in inv.ITEMS:
-        forms = [inv.twin(item, s) for s in range(40)]
+    for item in inventory.ITEMS:
+        forms = [inventory.twin(item, s) for s in range(40)]
         assert len({f.prompt for f in forms}) >= 10, item.id
         assert len({f.answer_key for f in forms}) > 1, item.id  # the right answer is not always in one place
 
 
 def test_an_unknown_phase_is_refused():
     with pytest.raises(ValueError, match="phase"):
-        inv.test(1, "mid")
+        inventory.test(1, "mid")
 
 
 # ------------------------------------------------------------------ the gain on simulated rooms with known answers
@@ -153,8 +153,8 @@ def sheet(forms, right: set[str]) -> dict[str, tuple[int, int]]:
 
 
 def room(n: int, pre_right: int, post_right: int, seed: int = 7):
-    pre_f, post_f = inv.test(seed, "pre"), inv.test(seed, "post")
-    ids = [i.id for i in inv.ITEMS]
+    pre_f, post_f = inventory.test(seed, "pre"), inventory.test(seed, "post")
+    ids = [i.id for i in inventory.ITEMS]
     pre = {f"t{k}": sheet(pre_f, set(ids[:pre_right])) for k in range(n)}
     post = {f"t{k}": sheet(post_f, set(ids[:post_right])) for k in range(n)}
     return pre_f, post_f, pre, post
@@ -162,44 +162,44 @@ def room(n: int, pre_right: int, post_right: int, seed: int = 7):
 
 def test_gain_of_a_room_with_known_answers():
     pre_f, post_f, pre, post = room(60, pre_right=3, post_right=8)
-    n = len(inv.ITEMS)
-    r = inv.report(pre_f, post_f, pre, post)
+    n = len(inventory.ITEMS)
+    r = inventory.report(pre_f, post_f, pre, post)
     assert r.shown and r.pairs == 60
     assert r.pre_mean == pytest.approx(3 / n) and r.post_mean == pytest.approx(8 / n)
     assert r.gain == pytest.approx((8 - 3) / (n - 3))
     fell = {m.item: m for m in r.misconceptions if m.pre}
-    assert set(fell) == {i.id for i in inv.ITEMS[3:]}  # the misconception chosen on every item not right before
+    assert set(fell) == {i.id for i in inventory.ITEMS[3:]}  # the misconception chosen on every item not right before
     assert all(m.pre == 60 for m in fell.values())
-    assert [fell[i.id].post for i in inv.ITEMS[3:]] == [0] * 5 + [60] * (len(inv.ITEMS) - 8)  # five fell
+    assert [fell[i.id].post for i in inventory.ITEMS[3:]] == [0] * 5 + [60] * (len(inventory.ITEMS) - 8)  # five fell
 
 
 def test_learners_with_one_test_only_are_not_paired():
     pre_f, post_f, pre, post = room(8, 2, 6)
     pre["only-pre"] = sheet(pre_f, set())
-    post["only-post"] = sheet(post_f, {i.id for i in inv.ITEMS})
-    r = inv.report(pre_f, post_f, pre, post)
+    post["only-post"] = sheet(post_f, {i.id for i in inventory.ITEMS})
+    r = inventory.report(pre_f, post_f, pre, post)
     assert (r.pairs, r.pre_only, r.post_only) == (8, 1, 1)
-    assert r.gain == pytest.approx((6 - 2) / (len(inv.ITEMS) - 2))
+    assert r.gain == pytest.approx((6 - 2) / (len(inventory.ITEMS) - 2))
 
 
 def test_nothing_is_shown_below_five_pairs():
     pre_f, post_f, pre, post = room(4, 2, 6)
-    r = inv.report(pre_f, post_f, pre, post)
+    r = inventory.report(pre_f, post_f, pre, post)
     assert not r.shown and r.gain is None and r.items == () and r.pre_statistics == ()
-    assert json.loads(inv.export(r))["gain"] is None
+    assert json.loads(inventory.export(r))["gain"] is None
 
 
 def test_a_room_of_300_mixed_learners_matches_a_direct_count():
     rng = random.Random(3)
-    pre_f, post_f = inv.test(11, "pre"), inv.test(11, "post")
-    ids = [i.id for i in inv.ITEMS]
+    pre_f, post_f = inventory.test(11, "pre"), inventory.test(11, "post")
+    ids = [i.id for i in inventory.ITEMS]
     pre, post, right_pre, right_post = {}, {}, 0, 0
     for k in range(300):
         a = {i for i in ids if rng.random() < 0.35}
         b = a | {i for i in ids if rng.random() < 0.4}
         pre[f"t{k}"], post[f"t{k}"] = sheet(pre_f, a), sheet(post_f, b)
         right_pre, right_post = right_pre + len(a), right_post + len(b)
-    r = inv.report(pre_f, post_f, pre, post)
+    r = inventory.report(pre_f, post_f, pre, post)
     total = 300 * len(ids)
     assert r.pre_mean == pytest.approx(right_pre / total) and r.post_mean == pytest.approx(right_post / total)
     assert r.gain == pytest.approx((right_post - right_pre) / (total - right_pre))
@@ -211,35 +211,35 @@ def test_point_biserial_against_scipy():
     rng = random.Random(5)
     item = [rng.randint(0, 1) for _ in range(50)]
     rest = [rng.randint(0, 10) + 3 * x for x in item]
-    assert inv.point_biserial(item, rest) == pytest.approx(stats.pointbiserialr(item, rest).statistic)
-    assert inv.point_biserial([1] * 5, [1, 2, 3, 4, 5]) is None
+    assert inventory.point_biserial(item, rest) == pytest.approx(stats.pointbiserialr(item, rest).statistic)
+    assert inventory.point_biserial([1] * 5, [1, 2, 3, 4, 5]) is None
 
 
 def test_item_statistics_difficulty_and_discrimination():
-    forms = inv.test(2, "pre")
-    ids = [i.id for i in inv.ITEMS]
+    forms = inventory.test(2, "pre")
+    ids = [i.id for i in inventory.ITEMS]
     # the strong half is right on everything, the weak half on the first item only: the first item does not
     # discriminate (everyone right: None), every other item does (+1)
     sheets = [sheet(forms, set(ids)) for _ in range(10)] + [sheet(forms, {ids[0]}) for _ in range(10)]
-    by = {s.item: s for s in inv.statistics(forms, sheets)}
+    by = {s.item: s for s in inventory.statistics(forms, sheets)}
     assert by[ids[0]].difficulty == 1.0 and by[ids[0]].discrimination is None
     assert by[ids[1]].difficulty == 0.5 and by[ids[1]].discrimination == pytest.approx(1.0)
 
 
 def test_learner_gain():
-    assert inv.normalised_gain(0.4, 0.7) == pytest.approx(0.5)
-    assert inv.normalised_gain(1.0, 1.0) is None
-    assert inv.normalised_gain(0.5, 0.25) == pytest.approx(-0.5)
+    assert inventory.normalised_gain(0.4, 0.7) == pytest.approx(0.5)
+    assert inventory.normalised_gain(1.0, 1.0) is None
+    assert inventory.normalised_gain(0.5, 0.25) == pytest.approx(-0.5)
 
 
 def test_exports_hold_counts_only():
     pre_f, post_f, pre, post = room(6, 1, 5)
-    r = inv.report(pre_f, post_f, pre, post)
-    for text in (inv.export(r, "json"), inv.export(r, "csv")):
+    r = inventory.report(pre_f, post_f, pre, post)
+    for text in (inventory.export(r, "json"), inventory.export(r, "csv")):
         assert "t0" not in text and "t5" not in text  # no token
         assert "shift" in text
-    rows = inv.export(r, "csv").splitlines()
+    rows = inventory.export(r, "csv").splitlines()
     assert rows[0].startswith("item,idea,pre_right,post_right,gain")
-    assert len(rows) == len(inv.ITEMS) + 2
+    assert len(rows) == len(inventory.ITEMS) + 2
     with pytest.raises(ValueError):
-        inv.export(r, "xml")
+        inventory.export(r, "xml")

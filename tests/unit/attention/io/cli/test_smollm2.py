@@ -11,14 +11,14 @@ import torch
 from attention import compute
 from attention.io.cli.main import main
 from attention.io.export import to_dict
-from attention.models import smollm2 as S
+from attention.models import smollm2
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
 from harness.scripts import assert_reproduces
 
 
 @pytest.fixture(scope="module")
-def run() -> tuple[S.Prompt, S.Run]:
-    return S.forward(S.load(), "John gave a drink to")
+def run() -> tuple[smollm2.Prompt, smollm2.Run]:
+    return smollm2.forward(smollm2.load(), "John gave a drink to")
 
 
 def test_a_heads_json_has_a_toy_results_keys_and_the_models_numbers(run, capsys: pytest.CaptureFixture) -> None:
@@ -26,7 +26,7 @@ def test_a_heads_json_has_a_toy_results_keys_and_the_models_numbers(run, capsys:
     argv = ["--model", "smollm2", "--layer", "5", "--head", "7", "--sentence", prompt.text, "--format", "json"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
-    toy = to_dict(compute(S.head_config(S.load(), model_run, 5, 7)))
+    toy = to_dict(compute(smollm2.head_config(smollm2.load(), model_run, 5, 7)))
     assert set(got) == set(toy)
     assert got["tokens"] == list(prompt.tokens)
     torch.testing.assert_close(torch.tensor(got["heads"][0]["weights"]), model_run.weights[5, 7], atol=1e-5, rtol=0)
@@ -37,7 +37,10 @@ def test_the_table_names_the_head_and_the_script_reproduces_it(run, capsys: pyte
     assert main(["--model=smollm2", "--layer", "2", "--head", "4", "--sentence", prompt.text]) == 0
     out = capsys.readouterr().out
     assert out.startswith("SmolLM2-135M-Instruct, layer 2, head 4 (reads K/V head 1)") and "softmax" in out.lower()
-    assert_reproduces(_exec(S.head_config(S.load(), model_run, 2, 4)), S.head_config(S.load(), model_run, 2, 4))
+    assert_reproduces(
+        _exec(smollm2.head_config(smollm2.load(), model_run, 2, 4)),
+        smollm2.head_config(smollm2.load(), model_run, 2, 4),
+    )
 
 
 def _exec(config) -> dict:

@@ -188,7 +188,7 @@ def test_the_tiny_models_attribution_keeps_the_contract_and_sums_to_its_logit(ca
 def test_the_tiny_models_composition_has_every_head_once_and_nulls_where_no_later_layer(
     capsys: pytest.CaptureFixture,
 ) -> None:
-    from attention.models import circuits as C
+    from attention.models import circuits
     from attention.models.circuits import trained
 
     code, out, _ = run_cli(TINY + ["--layers", "3", "--composition", "--format", "json"], capsys)
@@ -205,7 +205,7 @@ def test_the_tiny_models_composition_has_every_head_once_and_nulls_where_no_late
                 if lj <= li:
                     assert m[i][j] is None
                 else:
-                    assert m[i][j] == pytest.approx(C.reference(layers[li], hi, layers[lj], hj)[kind], rel=1e-4)
+                    assert m[i][j] == pytest.approx(circuits.reference(layers[li], hi, layers[lj], hj)[kind], rel=1e-4)
     code, out, _ = run_cli(TINY + ["--composition"], capsys)
     assert code == 0 and "strongest pairs" in out and "K: L0H" in out
 
