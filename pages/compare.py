@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from attention.basics import budget
+from attention.basics import sizes
 from attention.lessons import compare
 
 # the typical comparisons: (button, A's values, B's changes); every other B value is copied from A
@@ -54,8 +54,8 @@ head = ui.head_picker(max(config_a.heads, config_b.heads))
 head_a, head_b = min(head, config_a.heads - 1), min(head, config_b.heads - 1)
 # Only the head drawn is kept of each side (at 512 tokens and 16 heads a Result is ~120 MB): A is computed, its head
 # copied out and the Result let go of, then B, so that one Result at a time is held (server/budget.py).
-a = ui.kept_or_stop("Setting A", config_a, lambda r: budget.one_head(r, head_a))
-b = ui.kept_or_stop("Setting B", config_b, lambda r: budget.one_head(r, head_b))
+a = ui.kept_or_stop("Setting A", config_a, lambda r: sizes.one_head(r, head_a))
+b = ui.kept_or_stop("Setting B", config_b, lambda r: sizes.one_head(r, head_b))
 tok, keys = ui.labels(a.tokens), ui.labels(a.key_tokens)
 d = compare.diff(a, b)  # head 0 of each view: A's head_a and B's head_b
 

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from attention.basics import budget
+from attention.basics import sizes
 from attention.lessons import scaling
 
 T_MIN, T_MAX = 2, 32  # the sweep's sequence length follows the sentence within these bounds (its cost grows as T²)
@@ -68,8 +68,8 @@ reference_config = ui.config_or_stop(scale="sqrt", dropout=0.0)
 heated_config = ui.config_or_stop(scale="temperature", temperature=temp, dropout=0.0)
 head = ui.head_picker(heated_config.heads)
 # the head drawn of each, one Result at a time (at 512 tokens and 16 heads a Result is ~120 MB: server/budget.py)
-reference = ui.kept_or_stop("This setting", reference_config, lambda r: budget.one_head(r, head))
-heated = ui.kept_or_stop("This setting", heated_config, lambda r: budget.one_head(r, head))
+reference = ui.kept_or_stop("This setting", reference_config, lambda r: sizes.one_head(r, head))
+heated = ui.kept_or_stop("This setting", heated_config, lambda r: sizes.one_head(r, head))
 tok = ui.labels(heated.tokens)
 left, right = st.columns(2)
 for col, result, title, key in (

@@ -3,7 +3,7 @@
 What belongs here: the server-wide byte budget (`SERVER`), admitting a large Result against it (`compute`, which
 `ui.results.compute` calls for every result over the small cache's bound), and holding a value's bytes while it
 lives (`admitted`). Pages stop on a refusal through `ui.results` (`or_stop`, `kept_or_stop`, `run_or_stop`): this
-module draws only the line a waiting run shows. Sizes come from `attention.basics.budget`, from the Config alone,
+module draws only the line a waiting run shows. Sizes come from `attention.basics.sizes`, from the Config alone,
 before anything is computed.
 
 Every visitor shares one process (Community Cloud gives the whole app 690 MB), so what the visitors' runs hold
@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from attention import Config, Result
-from attention.basics import budget as sizes
+from attention.basics import sizes
 
 # The parts, re-exported: callers write budget.NAME
 from .admission import PASS_SHARE_MB as PASS_SHARE_MB
@@ -201,7 +201,7 @@ def compute(config: Config, cached: Callable[[Config, str], Result], size: sizes
     """A large Result, admitted against the server's budget before it is computed.
 
     cached(config, key) computes it (through a cache whose evictor lets go of it when the budget is short). A Result
-    another run still holds is shared, not computed again. size: the config's `attention.basics.budget.size`, when
+    another run still holds is shared, not computed again. size: the config's `attention.basics.sizes.size`, when
     the caller has it already (sized once: admitted for its peak, held for what the Result keeps). Raises Refused.
     """
     key = repr(config)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from attention.basics.budget import held_bytes
+from attention.basics.sizes import held_bytes
 from attention.models import smollm2
 from attention.models.smollm2 import packed
 

@@ -4,7 +4,7 @@ kept within byte bounds. ui/pages/model.py makes and draws them (the numbers are
 
 from __future__ import annotations
 
-from attention.basics.budget import held_bytes
+from attention.basics.sizes import held_bytes
 
 from . import budget
 from .shared import Shared

@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from attention.basics import budget as sizes
+from attention.basics import sizes
 
 from . import budget
 

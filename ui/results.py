@@ -15,9 +15,9 @@ import streamlit as st
 
 from attention import Config, Result
 from attention import compute as _compute_uncached
-from attention.basics import budget as sizes
-from attention.basics.budget import result_bytes as result_bytes  # re-exported: ui.result_bytes
+from attention.basics import sizes
 from attention.basics.config import SETTINGS, tokenize
+from attention.basics.sizes import result_bytes as result_bytes  # re-exported: ui.result_bytes
 from attention.lessons import scaling
 from server import budget
 
@@ -134,7 +134,7 @@ def scaling_sweep(
 
 
 def kept(config: Config, pick: Callable[[Result], T]) -> T:
-    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.basics.budget.keep`),
+    """pick(result) for the config's Result (`ui.compute`: cached, admitted), copied (`attention.basics.sizes.keep`),
     with the Result let go of before this returns: a page that needs several results holds one at a time and
     keeps only what it draws. Raises Refused (a ValueError) as `compute` does."""
     result = compute(config)
@@ -172,9 +172,9 @@ def or_stop(what: str) -> Iterator[None]:
 
 
 def run_or_stop(what: str, nbytes: int, make: Callable[[], T], holder: Callable[[T], Any] = lambda v: v) -> T:
-    """make(), admitted against the server's budget for nbytes (its peak, from `attention.basics.budget`), for a page
+    """make(), admitted against the server's budget for nbytes (its peak, from `attention.basics.sizes`), for a page
     computation that is not one Result (the pitfalls). Once it returns, what it returns keeps its own bytes
-    (`attention.basics.budget.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
+    (`attention.basics.sizes.held_bytes`) of the budget until holder(value), an object the page keeps to the end of its
     run, is gone. A refusal is explained (naming `what`) and the page stopped."""
     try:
         ticket = budget.admit(nbytes)

@@ -17,9 +17,9 @@ from typing import Any
 import torch
 
 from ..basics import masks
-from ..basics.budget import result_bytes
 from ..basics.config import Config
 from ..basics.core import apply_mask, compute, merge_heads, softmax
+from ..basics.sizes import result_bytes
 from .scaling import mean_row_stats
 
 INVARIANTS = ("rows sum to 1", "masked weights are 0", "shapes")
