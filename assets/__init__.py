@@ -3,7 +3,7 @@ Streamlit here.
 
 Apart from `ui` (which imports torch), so that dashboard.py can show the heatmap component before `import ui` has
 finished on a fresh server: the browser then fetches the component's scripts while torch is imported, not after
-the first heatmap arrives (see dashboard.run). `ui.heatmaps` and `ui.lessons` show them.
+the first heatmap arrives (see dashboard.run). `ui.heatmaps` and `ui.walkthroughs` show them.
 """
 
 from pathlib import Path

@@ -165,7 +165,7 @@ def expected(session: Session) -> dict:
         "Softmax weights": weights,
         "Context vectors": r.context[0],
         "alphas": [
-            rf"\alpha_{{{i + 1},{j + 1}}} = {ui.lessons._num(float(r.dropped_weights[0, i, j]))}" for j in alphas
+            rf"\alpha_{{{i + 1},{j + 1}}} = {ui.walkthroughs._num(float(r.dropped_weights[0, i, j]))}" for j in alphas
         ],
     }
 

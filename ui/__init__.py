@@ -8,7 +8,7 @@
     ui/markup.py     user text made inert, axis labels, one-line explanations
     ui/heatmaps.py   every matrix, drawn by our canvas component (assets/heatmap.js)
     ui/charts.py     the Vega-Lite charts: bands over d_k, bars of one row
-    ui/lessons.py    the walkthrough of one query with its numbers, and step mode
+    ui/walkthroughs.py  the walkthrough of one query with its numbers, and step mode
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
     ui/qr.py         a QR code for a link, made here (the poll's projector shows one)
     ui/pages/        what one page draws and no other does, a module a page (ui/pages/__init__.py lists them), with
@@ -26,11 +26,10 @@ from __future__ import annotations
 from server import warmup
 
 from . import _frame as _frame  # first: see ui/_frame.py
-from . import charts, exports, heatmaps, lessons, markup, results, settings, state, widgets
+from . import charts, exports, heatmaps, markup, results, settings, state, walkthroughs, widgets
 from .charts import band_chart, bars, chart, chart_row, lines, sweep_frame, sweep_table
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
-from .lessons import SAY, clicker, inputs_note, stepper, walkthrough
 from .markup import dim_labels, explain, labels, plain
 from .pages.course import lesson_link
 from .results import (
@@ -61,6 +60,7 @@ from .state import (
     put,
     sync_url,
 )
+from .walkthroughs import SAY, clicker, inputs_note, stepper, walkthrough
 from .widgets import (
     controls,
     copy_a_to_b,
@@ -86,11 +86,11 @@ __all__ = [
     "lesson_link",
     "exports",
     "heatmaps",
-    "lessons",
     "markup",
     "results",
     "settings",
     "state",
+    "walkthroughs",
     "widgets",
     "band_chart",
     "bars",

@@ -23,7 +23,6 @@ from attention import masks
 from attention.basics.config import SETTINGS
 from server.warmup import lazy
 
-from .lessons import out_of_flow
 from .markup import labels, plain
 from .settings import B_SIDE, SPLIT_DERIVED
 from .state import (
@@ -37,6 +36,7 @@ from .state import (
     put,
     read_own_names,
 )
+from .walkthroughs import out_of_flow
 
 pd = lazy("pandas")  # imported at first use: the mask editor's table (server/warmup.py)
 

@@ -177,7 +177,7 @@ def test_the_page_reconnects_to_the_same_view_after_a_restart(browser, tmp_path:
         before = equations(page)
         # the page's default weights; the walkthrough follows "2 is"
         weights = compute(Config(seed=7, mask="causal", d_k=8, init="normal", draws="stable")).weights[0, 1]
-        num = ui.lessons._num
+        num = ui.walkthroughs._num
         shown = rf"\alpha_{{2,1}} = {num(float(weights[0]))}, \alpha_{{2,2}} = {num(float(weights[1]))}"
         assert any(shown in e for e in before), before
         live_server.stop(proc)

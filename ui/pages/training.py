@@ -24,7 +24,7 @@ from server.training import (
 )
 from server.warmup import lazy
 
-from .. import charts, lessons, state
+from .. import charts, state, walkthroughs
 from ..charts import PALETTE
 from .training_settings import PREFIX
 
@@ -358,7 +358,7 @@ def clicker(job: Job | None) -> None:
     ss = st.session_state
     last = len(job.snapshots) - 1 if job is not None else -1
     shown = min(ss.get(SHOWN, 0), max(last, 0))
-    move = lessons.clicks("timeline", shown, slider=TIMELINE)
+    move = walkthroughs.clicks("timeline", shown, slider=TIMELINE)
     if move and last >= 0:
         ss[PLAYING] = False
         ss[SHOWN] = min(max(shown + move, 0), last)
