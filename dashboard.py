@@ -87,7 +87,10 @@ def run() -> None:
     server.start()  # once a process: the heaps' trimming and the warm-up of pandas and altair (server/__init__.py)
     slot.empty()
     ui.init_state()
-    page.run()
+    try:
+        page.run()
+    finally:  # however the run ends (drawn, stopped, a rerun asked): what it drew no longer waits to be allocated
+        server.budget.drawn()
 
 
 def warm_up() -> None:

@@ -14,6 +14,8 @@ process (Community Cloud gives the whole app 690 MB), so these are process-wide,
     server/model.py     the Real model's Readings and heads' Results, shared within a byte capacity
     server/media.py     the files the server serves: Streamlit's media store keeping a download a while longer,
                         heavy exports one at a time
+    server/sending.py   what the server has drawn and not yet sent: each websocket's queue counted, so that a
+                        page's drawing counts under the memory ceiling until the browser has taken it
 
 `start()` starts the process's background work (heap trimming, the warm-up); dashboard.py calls it once the
 packages are imported. Importing `server` (or `ui`) starts nothing.
@@ -28,7 +30,7 @@ import logging
 import os
 import threading
 
-from . import budget, warmup
+from . import budget, sending, warmup
 
 
 def _return_freed_memory() -> None:
@@ -86,6 +88,7 @@ def start() -> None:
     trimmed every few seconds, what the imports built frozen out of the garbage collector, and pandas/altair warmed
     after the first page (server/warmup.py)."""
     _log_to_stderr()
+    sending.install()  # a page's drawing counts under the memory ceiling until its messages are sent
     _return_freed_memory()
     _trim_heaps()
     # Streamlit runs gc.collect(2) after every script run (runner.postScriptGC). With torch, pandas and Altair

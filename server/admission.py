@@ -45,6 +45,7 @@ class Shortage:
     ceiling: int | None  # the memory under which runs are admitted
     limit: int | None  # the cgroup's memory limit
     ahead: int  # runs that asked earlier and are served first
+    drawing: int = 0  # what the pages drawing finished runs may allocate yet (`Admission.draw`)
 
     def reason(self) -> str:
         """The limit that holds the run, in plain words with its numbers ("" when nothing does: it is admitted)."""
@@ -54,10 +55,16 @@ class Shortage:
                 f"other visitors' large runs hold {in_mb(self.used)} of the {in_mb(self.capacity)} this server gives "
                 f"its visitors' runs together, and {need}"
             )
-        taken = None if self.memory is None else self.memory + self.computing
+        taken = None if self.memory is None else self.memory + self.computing + self.drawing
         if self.ceiling is not None and taken is not None and taken + self.need > self.ceiling:
             under = f"its {self.limit / 2**20:.0f} MiB limit less a reserve" if self.limit else "its ceiling"
-            computing = f", runs computing now may take {in_mb(self.computing)} more," if self.computing else ""
+            who = (
+                "runs computing or being drawn"
+                if self.computing and self.drawing
+                else ("runs computing" if self.computing else "pages drawing finished runs")
+            )
+            more = self.computing + self.drawing
+            computing = f", {who} now may take {in_mb(more)} more," if more else ""
             return (
                 f"the server process holds {in_mb(self.memory)}{computing} and takes on runs only up to "
                 f"{in_mb(self.ceiling)} ({under}); {need}, which would pass that by "
@@ -94,9 +101,9 @@ class Admission:
     small run waits.
 
     ceiling: where set, a run is also admitted only while memory() + n, plus what the runs still computing may
-    allocate yet (their n, until `finish`), stays under it (memory: the process's anonymous memory under a cgroup
-    limit); memory is read again at every poll, so freed memory lets a waiting run in. clock and memory are
-    injectable (tests)."""
+    allocate yet (their n, until `finish`) and what the pages drawing finished runs may allocate yet (`draw`, until
+    `drawn`), stays under it (memory: the process's anonymous memory under a cgroup limit); memory is read again at
+    every poll, so freed memory lets a waiting run in. clock and memory are injectable (tests)."""
 
     def __init__(
         self,
@@ -119,6 +126,8 @@ class Admission:
         self.used = 0
         self.computing = 0  # bytes of the runs admitted and not finished: what they may still allocate
         self.passing = 0  # bytes of small runs that went ahead of a waiting larger one, until they finish
+        self.drawing = 0  # bytes the pages drawing finished runs may still allocate: the sum of `_draws`
+        self._draws: dict[object, tuple[int, float]] = {}  # a drawing (a script run) -> (its bytes, since when)
         self.peak = 0  # the most ever taken at once (benchmarks and tests reset it)
         self._cond = threading.Condition(threading.RLock())  # reentrant: a finalizer may release inside acquire
         self._waiting: list[Waiter] = []  # in the order they asked
@@ -131,7 +140,7 @@ class Admission:
         done (called under the lock)."""
         if self.used - besides + n > self.capacity:
             return False
-        return self.ceiling is None or self.memory() + self.computing - besides + n <= self.ceiling
+        return self.ceiling is None or self.memory() + self.computing + self.drawing - besides + n <= self.ceiling
 
     def _share_taken(self, n: int, first_large: Waiter | None) -> bool:
         """Whether a small run of n bytes may not go ahead of the first large run that waits: the small runs gone
@@ -215,6 +224,7 @@ class Admission:
                 capacity=self.capacity,
                 memory=None if self.ceiling is None else self.memory(),
                 computing=self.computing,
+                drawing=self.drawing,
                 ceiling=self.ceiling,
                 limit=self.limit,
                 ahead=0 if me is None or me not in self._waiting else self._ahead(me),
@@ -300,6 +310,47 @@ class Admission:
                           in_mb(self.computing))  # fmt: skip
             self.serve()
             self._cond.notify_all()
+
+    def draw(self, key: object, n: int) -> None:
+        """A page is drawing a finished run and may allocate up to n bytes more until `drawn(key)` (the script run's
+        charts, tables and messages: the run's own ticket counted only its computing). One drawing a key: a second
+        run drawn by the same script run keeps the larger of the two, as it draws them one after the other."""
+        with self._cond:
+            old = self._draws.get(key, (0, 0.0))[0]
+            if n > old:
+                self._draws[key] = (n, self.clock())
+                self.drawing += n - old
+
+    def drawn(self, key: object) -> int:
+        """The drawing of `key` is done (its script run ended): its bytes stop counting (returned); runs that now
+        fit go in."""
+        with self._cond:
+            n, _ = self._draws.pop(key, (0, 0.0))
+            if n:
+                self.drawing -= n
+                self.serve()
+                self._cond.notify_all()
+            return n
+
+    def hand_over(self, key: object) -> object | None:
+        """The script run `key` has drawn its page, and its messages are on their way to the browser: its drawing
+        counts on under a key of its own (returned; None when it counted none) until `drawn` of that, so that the
+        session's next run starts a drawing of its own."""
+        with self._cond:
+            entry = self._draws.pop(key, None)
+            if entry is None:
+                return None
+            token = object()
+            self._draws[token] = entry
+            return token
+
+    def drawn_before(self, since: float) -> None:
+        """Every drawing counted since before `since` is done: a script run that never said so (it ended another
+        way than its page's run) holds no bytes for good."""
+        with self._cond:
+            stale = [key for key, (_, at) in self._draws.items() if at < since]
+        for key in stale:
+            self.drawn(key)
 
     def hold(self, obj: Any, n: int) -> None:
         """Keep n acquired bytes until obj is garbage: released by a finalizer when it goes."""

@@ -51,6 +51,7 @@ from attention import Config, Result
 from attention.basics import sizes
 
 # The parts, re-exported: callers write budget.NAME
+from . import sending
 from .admission import PASS_SHARE_MB as PASS_SHARE_MB
 from .admission import SMALL_MB as SMALL_MB
 from .admission import Admission as Admission
@@ -66,6 +67,11 @@ from .memory import memory_limit as memory_limit
 from .memory import trim_heaps as trim_heaps
 
 BUDGET_MB = 200  # the whole server's large results, computed and held, together (README, "Memory")
+# What a page may allocate while it draws a finished run, beyond the run (payloads, tables, Streamlit's messages),
+# counted under the ceiling until its script run ends: up to the bytes the run keeps, at most this many MB
+# ($ATTENTION_LAB_DRAW_MB). The heaviest links drew 15-46 MB each (benchmarks/results/2026-11-28-chat-crowd.md).
+DRAW_MB = 50
+DRAW_HOLD_S = 60.0  # a drawing still counted after this long stops counting (a page run alone, as AppTest runs one)
 WAIT_S = 120.0  # a run not admitted after this long is told to try again (the spinner says why it waits)
 
 T = TypeVar("T")
@@ -79,6 +85,7 @@ SERVER = Admission(
     limit=_LIMIT,
     pass_share=int(float(os.environ.get("ATTENTION_LAB_PASS_SHARE_MB", PASS_SHARE_MB)) * MB),
 )
+DRAW = int(float(os.environ.get("ATTENTION_LAB_DRAW_MB", DRAW_MB)) * MB)
 
 
 def evictor(fn: Callable[[], None]) -> Callable[[], None]:
@@ -110,10 +117,50 @@ class Refused(ValueError):
     ValueError, so that the pages' `*_or_stop` helpers explain it and stop the page)."""
 
 
-def _in_script() -> bool:
+def _script_run() -> object | None:
+    """The script run this thread is (its session's id: a session runs one at a time), or None outside one."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    return get_script_run_ctx(suppress_warning=True) is not None
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else ctx.session_id
+
+
+def _in_script() -> bool:
+    return _script_run() is not None
+
+
+def drawing(nbytes: int, budget: Admission | None = None) -> None:
+    """This script run draws a run that keeps nbytes: up to DRAW of them count under the ceiling until it ends
+    (`drawn`), as what its page allocates while drawing (nothing outside a script run: a download, a test)."""
+    key = _script_run()
+    if key is not None and nbytes > 0:
+        (budget or SERVER).draw(key, min(nbytes, DRAW))
+        log.debug("drawing: %.1f MB counted while a page draws", min(nbytes, DRAW) / MB)
+
+
+def drawn(budget: Admission | None = None) -> None:
+    """This script run has drawn its page (dashboard.py, when the page's run ends, however it ends): its drawing
+    counts on until the session's messages are sent (server/sending.py: Streamlit holds them until the browser
+    takes them), then stops."""
+    key = _script_run()
+    if key is None:
+        return
+    budget = budget or SERVER
+    token = budget.hand_over(key)
+    if token is not None:
+        sending.when_sent(key, lambda: _let_go(budget, token))
+
+
+def _let_go(budget: Admission, key: object) -> None:
+    if n := budget.drawn(key):
+        log.debug("drawn: %.1f MB no longer counted", n / MB)
+
+
+@chore
+def _forget_stale_drawings() -> None:
+    """A drawing counted longer than DRAW_HOLD_S stops counting (a page run directly, as a test does, never says
+    it is done)."""
+    SERVER.drawn_before(SERVER.clock() - DRAW_HOLD_S)
 
 
 SMALLER = "or a smaller size (fewer tokens, heads or a smaller d_k/d_v)"
@@ -161,6 +208,8 @@ def admit(nbytes: int, *, give_up: Callable[[], bool] | None = None, budget: Adm
     give_up() became true while waiting. Refused, its words ending with `advice`, when it cannot be."""
     budget = budget or SERVER
     wait_s = WAIT_S if wait_s is None else wait_s
+    if (me := _script_run()) is not None:  # what this run drew so far is in the memory now: never wait for it
+        _let_go(budget, me)
     if not budget.fits(nbytes):
         raise Refused(
             f"this setting needs {in_mb(nbytes)} at once, more than the {in_mb(budget.capacity)} this server gives all "
@@ -205,12 +254,14 @@ def compute(config: Config, cached: Callable[[Config, str], Result], size: sizes
     the caller has it already (sized once: admitted for its peak, held for what the Result keeps). Raises Refused.
     """
     key = repr(config)
+    size = size or sizes.size(config)
     live = _LIVE.get(key)
     if live is not None:
+        drawing(size.held)
         return live
-    size = size or sizes.size(config)
     ticket = admit(size.peak, give_up=lambda: key in _LIVE)
     if ticket is None:
+        drawing(size.held)
         return _LIVE[key]  # made by another session while this one waited
     try:
         result = cached(config, key)
@@ -225,6 +276,7 @@ def compute(config: Config, cached: Callable[[Config, str], Result], size: sizes
             SERVER.finish(ticket, keep=size.held)
             SERVER.hold(result, size.held)
             _LIVE[key] = result
+    drawing(size.held)
     return result
 
 
@@ -252,6 +304,7 @@ def admitted(
     SERVER.finish(ticket, keep=keep)
     if keep:  # nothing kept (a pass whose value is not worth holding): nothing to hold, whatever the value is
         SERVER.hold(holder(value), keep)
+    drawing(keep)
     return value
 
 

@@ -139,6 +139,42 @@ def test_memory_that_comes_free_goes_to_a_small_run_before_a_large_one_that_aske
     assert large.ticket is not None
 
 
+def test_a_page_drawing_a_finished_run_counts_under_the_ceiling_until_it_is_drawn() -> None:
+    """What a page allocates while it draws a run is not in the run's ticket: six heavy pages drawn at once took
+    the server 100 MB past its ceiling and the kernel killed it (issue 50). A drawing counts under the ceiling until
+    its script run says it is drawn; the run that waited for it goes in then."""
+    memory = [600 * MB]
+    b = under_a_limit(memory)
+    first = b.ask(300 * MB)
+    assert first.ticket is not None
+    memory[0] = 800 * MB  # the run computed: its Result is in the memory now
+    b.finish(first.ticket, keep=200 * MB)
+    b.draw("session-1", 50 * MB)  # its page draws it
+    later = b.ask(180 * MB)  # 800 + 180 fits the memory alone, not with the drawing's 50
+    assert later.ticket is None and b.drawing == 50 * MB
+    assert "pages drawing finished runs now may take 50 MB more" in b.shortage(180 * MB).reason()
+    b.drawn("session-1")
+    assert later.ticket is not None and b.drawing == 0  # let in at once, no poll
+
+
+def test_a_script_run_counts_one_drawing_the_largest_and_a_stale_one_stops_counting() -> None:
+    clock = [0.0]
+    b = Admission(1000 * MB, ceiling=1000 * MB, memory=lambda: 0, clock=lambda: clock[0])
+    b.draw("a", 30 * MB)
+    b.draw("a", 20 * MB)  # the same script run draws a second run after the first: one drawing, the larger
+    b.draw("b", 40 * MB)
+    assert b.drawing == 70 * MB
+    b.draw("a", 45 * MB)
+    assert b.drawing == 85 * MB
+    clock[0] = 100.0
+    b.draw("c", 10 * MB)
+    b.drawn_before(50.0)  # "a" and "b" never said they were drawn
+    assert b.drawing == 10 * MB
+    b.drawn("a")  # said twice, or never drawn: nothing changes
+    b.drawn("nobody")
+    assert b.drawing == 10 * MB
+
+
 def test_a_large_run_goes_before_a_later_large_one_as_soon_as_it_fits() -> None:
     memory = [900 * MB]
     b = under_a_limit(memory)
