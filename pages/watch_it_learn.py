@@ -5,9 +5,9 @@ import streamlit as st
 
 import ui
 from attention.models import tiny
-from ui.pages import growth, training
+from ui.pages import growth, watch_it_learn
 
-P = training.PREFIX
+P = watch_it_learn.PREFIX
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 
 st.title("Watch it learn")
@@ -31,27 +31,28 @@ with side.expander("More"):
     ui.slider(P + "init_std", st, step=0.01)
 
 try:
-    settings = tiny.Settings(**training.settings_values())
+    settings = tiny.Settings(**watch_it_learn.settings_values())
 except ValueError as exc:
     intro.caption("A transformer with nothing but attention, trained live.")
     ui.stop(f"This setting cannot be trained: {exc}.")
-intro.caption(training.intro(settings))
-training.follow(settings)
-service = training.service()
+intro.caption(watch_it_learn.intro(settings))
+watch_it_learn.follow(settings)
+service = watch_it_learn.service()
 service.warm()  # the worker processes start while the visitor reads: Play then trains at once
-training.clicker(training.shown_run(settings))  # a presenter's PageDown/PageUp: the next snapshot, or back
-no_room = training.buttons(settings, st)  # why Play is off, when it is
+watch_it_learn.clicker(watch_it_learn.shown_run(settings))  # a presenter's PageDown/PageUp: the next snapshot, or back
+no_room = watch_it_learn.buttons(settings, st)  # why Play is off, when it is
 
 chance, name = tiny.CHANCE, settings.score_name
 half = "the repeated half" if settings.task == "induction" else "the answers"
 
 
-ticking = training.ticking(training.shown_run(settings))  # playing, or the run still trains: the view keeps redrawing
+# playing, or the run still trains: the view keeps redrawing
+ticking = watch_it_learn.ticking(watch_it_learn.shown_run(settings))
 
 
-@st.fragment(run_every=training.TICK_S if ticking else None)
+@st.fragment(run_every=watch_it_learn.TICK_S if ticking else None)
 def live() -> None:
-    job = training.shown_run(settings)
+    job = watch_it_learn.shown_run(settings)
     if job is None:
         st.info(
             f"This setting ({settings.steps} steps of batches of {settings.batch}, {settings.parameters:,} weights) "
@@ -60,27 +61,27 @@ def live() -> None:
             else f"Press **Play** to train this setting: {settings.steps} steps of batches of {settings.batch}, "
             f"{settings.parameters:,} weights. A run already trained on this server starts at once."
         )
-        training.curves(tiny.Run(settings, ()))  # empty: Vega's code loads now, not after Play
+        watch_it_learn.curves(tiny.Run(settings, ()))  # empty: Vega's code loads now, not after Play
         return
-    i = training.shown_index(job)
-    said = training.progress(job, service.queue_position(job), service.workers)
+    i = watch_it_learn.shown_index(job)
+    said = watch_it_learn.progress(job, service.queue_position(job), service.workers)
     (st.info if said.moving else st.success if job.status == "done" else st.error)(said.words)
     run = job.run
     if not run.snapshots:
-        training.curves(run)
+        watch_it_learn.curves(run)
         return
     snap = run.snapshots[i]
     steps = [s.step for s in run.snapshots]
-    training.timeline(steps, snap.step)
-    training.curves(run, snap.step)
-    st.markdown(training.formation_words(run, job.finished_training))
+    watch_it_learn.timeline(steps, snap.step)
+    watch_it_learn.curves(run, snap.step)
+    st.markdown(watch_it_learn.formation_words(run, job.finished_training))
     st.markdown(
         f"**Step {snap.step}**: loss on {half} {snap.task_loss:.2f} nats (chance {chance:.2f}), "
         f"{snap.accuracy:.0%} of those tokens right."
     )
     st.subheader(f"Every head on one probe sequence, at step {snap.step}")
     for layer in range(settings.layers):
-        result = training.layer_result(run, i, layer)
+        result = watch_it_learn.layer_result(run, i, layer)
         tok = ui.labels(result.tokens)
         cols = st.columns(settings.heads)
         for h, col in enumerate(cols):
@@ -104,19 +105,19 @@ def live() -> None:
             "same for its queries and values. An induction head finds its key through K-composition: the key "
             "holds the token before it, which the previous-token head wrote there."
         )
-    if ticking and not training.ticking(job):
+    if ticking and not watch_it_learn.ticking(job):
         st.rerun()  # the run is trained and the replay at its end: a full run takes the timer off
-    if not job.finished_training or st.session_state.get(training.PLAYING):
+    if not job.finished_training or st.session_state.get(watch_it_learn.PLAYING):
         return
     after(run, snap.step)
 
 
 def after(run: tiny.Run, at: int) -> None:
     st.subheader("Test it on run lengths it never saw")
-    tests = training.lengths(run, at)
+    tests = watch_it_learn.lengths(run, at)
     seen = [t for t in tests if t.seen]
     unseen = [t for t in tests if not t.seen]
-    ui.chart(training.lengths_frame(tests), training.lengths_spec(), height=160, key="tr:lengths")
+    ui.chart(watch_it_learn.lengths_frame(tests), watch_it_learn.lengths_spec(), height=160, key="tr:lengths")
     mean = lambda ts: sum(t.accuracy for t in ts) / len(ts)  # noqa: E731
     trained_on = f"length {settings.length} only" if settings.fixed else "lengths 4 to 16"
     st.markdown(
@@ -134,7 +135,7 @@ def after(run: tiny.Run, at: int) -> None:
                    delta_color="inverse")  # fmt: skip
     cols[1].metric("Right", f"{off.accuracy_off:.0%}", f"{(off.accuracy_off - off.accuracy) * 100:+.0f} pts")
     cols[2].metric(f"Best {name} score (heads still on)", f"{off.score_off:.2f}", f"{off.score_off - off.score:+.2f}")
-    ui.explain(training.ablation_words(settings))
+    ui.explain(watch_it_learn.ablation_words(settings))
 
 
 live()
@@ -143,7 +144,7 @@ with st.expander("How this works"):
         f"Each layer's attention is `attention.compute` on the residual stream entering it (the heatmaps are "
         f"`tiny.layer_result`), the same function every other page draws. A run is a pure function of its settings: "
         f"seeded, one torch thread, the same numbers every time, so every visitor of this server shares it (at most "
-        f"{training.WORKERS} settings train at a time; the rest queue). From the command line: "
+        f"{watch_it_learn.WORKERS} settings train at a time; the rest queue). From the command line: "
         f"`python -m attention --train {settings.task} --layers {settings.layers} --heads {settings.heads} "
         f"--steps {settings.steps} --seed {settings.seed} --format table`."
     )

@@ -19,8 +19,8 @@ from streamlit.testing.v1 import AppTest
 
 from attention.models import tiny
 from harness.charts import _walk, heatmaps, open_page
-from server import training as pool
-from ui.pages import training
+from server import training
+from ui.pages import watch_it_learn
 
 SMALL = {"train_steps": "50", "train_every": "25"}
 
@@ -30,7 +30,7 @@ def timeline(at: AppTest) -> Any:
     return next(s for s in at.select_slider if s.label.startswith("Timeline"))
 
 
-def wait(job: pool.Job, timeout: float = 120.0) -> None:
+def wait(job: training.Job, timeout: float = 120.0) -> None:
     end = time.monotonic() + timeout
     while not job.finished_training:
         assert time.monotonic() < end, f"{job.status} at step {job.step}"
@@ -38,10 +38,10 @@ def wait(job: pool.Job, timeout: float = 120.0) -> None:
 
 
 @pytest.fixture
-def in_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[pool.Service]:
+def in_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[training.Service]:
     """The page's service, training in its driver threads (no worker processes to start in a test)."""
-    service = pool.Service(processes=False)
-    monkeypatch.setattr(training, "service", lambda: service)
+    service = training.Service(processes=False)
+    monkeypatch.setattr(watch_it_learn, "service", lambda: service)
     yield service
     service.shutdown()
 
@@ -56,7 +56,7 @@ def curves(at: AppTest) -> dict[str, int]:
     return out
 
 
-def test_the_curves_are_drawn_empty_before_play(in_thread: pool.Service) -> None:
+def test_the_curves_are_drawn_empty_before_play(in_thread: training.Service) -> None:
     """Before Play the charts stand empty (the browser loads Vega's code while the visitor reads); Play fills them."""
     at = open_page("watch_it_learn", **SMALL)
     assert curves(at) == {"Loss": 0, "Previous-token score": 0, "Induction score": 0}
@@ -68,7 +68,7 @@ def test_the_curves_are_drawn_empty_before_play(in_thread: pool.Service) -> None
     assert curves(at).items() >= {"Loss": 6, "Previous-token score": 12, "Induction score": 12}.items()
 
 
-def test_play_trains_and_the_page_draws_every_snapshot(in_thread: pool.Service) -> None:
+def test_play_trains_and_the_page_draws_every_snapshot(in_thread: training.Service) -> None:
     at = open_page("watch_it_learn", **SMALL)
     assert any("Press **Play**" in i.value for i in at.info)
     at.button(key="tr:play").click().run()
@@ -78,9 +78,9 @@ def test_play_trains_and_the_page_draws_every_snapshot(in_thread: pool.Service) 
     wait(job)
     for _ in range(4):  # the play ticks on through the finished run's snapshots, then stops at the last
         at.run()
-        if not at.session_state[training.PLAYING]:
+        if not at.session_state[watch_it_learn.PLAYING]:
             break
-    assert not at.session_state[training.PLAYING]
+    assert not at.session_state[watch_it_learn.PLAYING]
     assert not at.exception, [e.value for e in at.exception]
     assert any(s.value.startswith("Trained: 50 steps") for s in at.success)
     assert list(timeline(at).options) == ["0", "25", "50"]
@@ -96,7 +96,7 @@ def test_play_trains_and_the_page_draws_every_snapshot(in_thread: pool.Service) 
     assert [m.label for m in at.metric][:2] == ["Loss on the repeated half", "Right"]
 
 
-def test_step_and_reset_move_the_timeline(in_thread: pool.Service) -> None:
+def test_step_and_reset_move_the_timeline(in_thread: training.Service) -> None:
     at = open_page("watch_it_learn", **SMALL)
     at.button(key="tr:step").click().run()
     wait(in_thread.get(tiny.Settings(steps=50, every=25)))
@@ -115,7 +115,7 @@ def shown(at: AppTest) -> int:
     return next(int(m.value.split("**")[1].split()[1]) for m in at.markdown if m.value.startswith("**Step "))
 
 
-def test_the_timeline_as_the_browser_last_drew_it_does_not_pause_a_play(in_thread: pool.Service) -> None:
+def test_the_timeline_as_the_browser_last_drew_it_does_not_pause_a_play(in_thread: training.Service) -> None:
     """A fragment's timer sends every widget's value each tick, the timeline's as the browser last drew it, also while
     the run that moved it on is still on its way: that old value is no move of the learner's, and the replay goes on
     to its end (it used to pause on the earlier snapshot). The learner's own move still pauses it."""
@@ -124,27 +124,27 @@ def test_the_timeline_as_the_browser_last_drew_it_does_not_pause_a_play(in_threa
     wait(in_thread.get(tiny.Settings(steps=100, every=20)))
     at.button(key="tr:reset").click().run()
     at.button(key="tr:play").click().run()  # a replay: a snapshot on each run
-    assert at.session_state[training.PLAYING] and shown(at) == 20
+    assert at.session_state[watch_it_learn.PLAYING] and shown(at) == 20
     drawn = next(w for w in at._tree.get_widget_states().widgets if w.id == timeline(at).id)
     at.run()
-    assert at.session_state[training.PLAYING] and shown(at) == 40
+    assert at.session_state[watch_it_learn.PLAYING] and shown(at) == 40
     states = at._tree.get_widget_states()  # the browser's next tick: the timeline still as it drew it, at 20
     kept = [w for w in states.widgets if w.id != drawn.id]
     del states.widgets[:]
     states.widgets.extend([*kept, drawn])
     at._run(widget_state=states)
     assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state[training.PLAYING] and shown(at) == 60, "the old value paused the play"
+    assert at.session_state[watch_it_learn.PLAYING] and shown(at) == 60, "the old value paused the play"
     at.run()
     timeline(at).set_value(20).run()  # the learner's move
-    assert not at.session_state[training.PLAYING] and shown(at) == 20
+    assert not at.session_state[watch_it_learn.PLAYING] and shown(at) == 20
     at.button(key="tr:play").click().run()
-    while at.session_state[training.PLAYING]:
+    while at.session_state[watch_it_learn.PLAYING]:
         at.run()
     assert shown(at) == 100
 
 
-def test_a_setting_that_cannot_train_is_named(in_thread: pool.Service) -> None:
+def test_a_setting_that_cannot_train_is_named(in_thread: training.Service) -> None:
     at = open_page("watch_it_learn", train_d_model="30", train_heads="4")
     assert [e.value for e in at.error] == [
         "This setting cannot be trained: d_model=30 must divide into heads=4 equal heads: pick a d_model that 4 "
@@ -152,9 +152,9 @@ def test_a_setting_that_cannot_train_is_named(in_thread: pool.Service) -> None:
     ]
 
 
-def test_thirty_visitors_on_one_setting_cost_one_training(in_thread: pool.Service) -> None:
+def test_thirty_visitors_on_one_setting_cost_one_training(in_thread: training.Service) -> None:
     settings = tiny.Settings(steps=20, every=10)
-    jobs: list[pool.Job] = []
+    jobs: list[training.Job] = []
     threads = [threading.Thread(target=lambda: jobs.append(in_thread.start(settings))) for _ in range(30)]
     for t in threads:
         t.start()
@@ -176,14 +176,14 @@ def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.Monkey
         return real(*args)
 
     monkeypatch.setattr(tiny, "advance", held)
-    service = pool.Service(processes=False)
+    service = training.Service(processes=False)
     try:
         first = service.start(tiny.Settings(steps=10, every=10))
         second = service.start(tiny.Settings(steps=10, every=10, seed=1))
         time.sleep(0.2)
         assert (first.status, second.status) == ("training", "queued")
         assert service.queue_position(second) == 1
-        words = training.progress(second, service.queue_position(second), service.workers).words
+        words = watch_it_learn.progress(second, service.queue_position(second), service.workers).words
         assert words == "Queued: 1 run ahead of this one (this server trains 1 at a time)."
         gate.set()
         wait(second)
@@ -195,7 +195,7 @@ def test_settings_beyond_the_workers_queue_and_say_so(monkeypatch: pytest.Monkey
 
 @pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_worker_processes_train_the_same_numbers_at_low_priority_and_end_when_idle() -> None:
-    service = pool.Service(workers=1, idle_s=2.0)
+    service = training.Service(workers=1, idle_s=2.0)
     try:
         assert service._get_pool().submit(os.nice, 0).result(timeout=300) == 19  # the pages' processes come first
         # it trained its warm-up steps with tiny.AdamW: torch._dynamo (70 MB, which torch's own optimizers import) never
@@ -213,7 +213,7 @@ def test_worker_processes_train_the_same_numbers_at_low_priority_and_end_when_id
         service.shutdown()
 
 
-def test_a_link_opens_its_setting_and_the_page_writes_it_back(in_thread: pool.Service) -> None:
+def test_a_link_opens_its_setting_and_the_page_writes_it_back(in_thread: training.Service) -> None:
     at = open_page("watch_it_learn", train_layers="1", train_seed="3", **SMALL)
     at.button(key="tr:play").click().run()
     job = in_thread.get(tiny.Settings(layers=1, seed=3, steps=50, every=25))
@@ -225,7 +225,7 @@ def test_a_link_opens_its_setting_and_the_page_writes_it_back(in_thread: pool.Se
 
 
 def test_a_nan_loss_stops_the_run_and_the_page_says_so(
-    in_thread: pool.Service, monkeypatch: pytest.MonkeyPatch
+    in_thread: training.Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = tiny.losses
     monkeypatch.setattr(tiny.trainer, "losses", lambda f, s: (real(f, s)[0] * float("nan"), real(f, s)[1]))
@@ -274,7 +274,7 @@ def _run(settings: tiny.Settings, *snapshots: tuple[int, float, list[list[float]
 
 @pytest.mark.parametrize("layers", [1, 2, 3])
 def test_the_page_names_the_layers_as_set_and_one_layer_says_no_head_forms(
-    in_thread: pool.Service, layers: int
+    in_thread: training.Service, layers: int
 ) -> None:
     at = open_page("watch_it_learn", train_layers=str(layers), **SMALL)
     said = [c.value for c in at.main.caption]
@@ -302,20 +302,20 @@ def test_a_layer_0_head_on_the_induction_keys_is_a_shortcut_not_an_induction_hea
     run = _run(settings, (0, 3.5, [[0.09, 0.09], [0.09, 0.09]]), (100, 0.43, [[0.99, 1.0], [0.14, 0.3]]),
                (200, 0.04, [[0.98, 0.99], [0.14, 0.32]]))  # fmt: skip
     assert run.formed is None
-    words = training.formation_words(run, finished=True)
+    words = watch_it_learn.formation_words(run, finished=True)
     assert words.startswith("**No induction head formed.**") and "L0H1 (induction score 0.99" in words
     assert "is in layer 0" in words and "fixed run length" in words
     # the same scores in layer 1 are an induction head, named where it formed
     run = _run(settings, (0, 3.5, [[0.09, 0.09], [0.09, 0.09]]), (100, 0.43, [[0.14, 0.3], [0.99, 1.0]]),
                (200, 0.04, [[0.14, 0.32], [0.99, 0.99]]))  # fmt: skip
     assert (run.formed.name, run.formed.step) == ("L1H1", 100)
-    assert training.formation_words(run, finished=True).startswith("**L1H1 formed at step 100**")
+    assert watch_it_learn.formation_words(run, finished=True).startswith("**L1H1 formed at step 100**")
     start = _run(settings, (0, 3.5, [[0.09, 0.09], [0.09, 0.09]]))
-    assert training.formation_words(start, finished=False) == "No head has formed yet (step 0 of 200)."
+    assert watch_it_learn.formation_words(start, finished=False) == "No head has formed yet (step 0 of 200)."
 
 
 def test_the_composition_of_the_previous_token_head_into_the_induction_head_is_drawn_over_the_steps(
-    in_thread: pool.Service,
+    in_thread: training.Service,
 ) -> None:
     """Issue 49: once trained, a chart of how much the second layer's induction head reads what the first layer's
     previous-token head writes (K-, Q-, V-composition) at every snapshot, with the head's induction score."""
@@ -327,7 +327,7 @@ def test_the_composition_of_the_previous_token_head_into_the_induction_head_is_d
     wait(job)
     for _ in range(4):
         at.run()
-        if not at.session_state[training.PLAYING]:
+        if not at.session_state[watch_it_learn.PLAYING]:
             break
     assert not at.exception, [e.value for e in at.exception]
     g = trained.growth(job.run)

@@ -13,9 +13,8 @@ from streamlit.testing.v1 import AppTest
 
 from attention.models import tiny
 from harness.charts import open_page
-from server import sessions
-from server import training as pool
-from ui.pages import training
+from server import sessions, training
+from ui.pages import watch_it_learn
 
 STEPS = {"train_steps": "50", "train_every": "25"}
 
@@ -57,18 +56,18 @@ def tabs(monkeypatch: pytest.MonkeyPatch) -> Tabs:
 
 
 @pytest.fixture
-def service(monkeypatch: pytest.MonkeyPatch, tabs: Tabs) -> Iterator[pool.Service]:
+def service(monkeypatch: pytest.MonkeyPatch, tabs: Tabs) -> Iterator[training.Service]:
     """The page's pool, training in its own thread, keeping three of these runs: as the server keeps three of the
     largest (a run of 50 steps trains in a second here; the largest take minutes)."""
-    s = pool.Service(processes=False, grace_s=0.0, sweep_s=3600.0, alive=lambda sid: sid in tabs.open)
+    s = training.Service(processes=False, grace_s=0.0, sweep_s=3600.0, alive=lambda sid: sid in tabs.open)
     s.kept_bytes = 3 * settings(0).run_bytes
     s.small_bytes = 0  # these runs stand for the largest: none takes the small runs' reserve
-    monkeypatch.setattr(training, "service", lambda: s)
+    monkeypatch.setattr(watch_it_learn, "service", lambda: s)
     yield s
     s.shutdown()
 
 
-def wait(job: pool.Job | None, timeout: float = 120.0) -> None:
+def wait(job: training.Job | None, timeout: float = 120.0) -> None:
     assert job is not None
     end = time.monotonic() + timeout
     while not job.finished_training:
@@ -80,7 +79,7 @@ def said(at: AppTest) -> str:
     return " ".join(x.value for x in [*at.info, *at.success, *at.warning, *at.error, *at.caption])
 
 
-def test_three_visitors_keep_their_runs_and_a_fourth_is_told_before_play(service: pool.Service, tabs: Tabs) -> None:
+def test_three_visitors_keep_their_runs_and_a_fourth_is_told_before_play(service: training.Service, tabs: Tabs) -> None:
     pages = {name: tabs.visit(name, seed) for name, seed in (("a", 1), ("b", 2), ("c", 3))}
     for name, at in pages.items():
         tabs.press(name, at)
@@ -111,7 +110,7 @@ def test_three_visitors_keep_their_runs_and_a_fourth_is_told_before_play(service
 
 
 def test_a_visitor_has_one_queued_run_and_a_leaver_s_queued_run_is_cancelled(
-    service: pool.Service, tabs: Tabs, monkeypatch: pytest.MonkeyPatch
+    service: training.Service, tabs: Tabs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gate, trained = threading.Event(), []
     real = tiny.advance
@@ -143,7 +142,7 @@ def test_a_visitor_has_one_queued_run_and_a_leaver_s_queued_run_is_cancelled(
 
 
 def test_the_small_runs_reserve_keeps_play_on_beside_three_tabs_holding_the_room(
-    service: pool.Service, tabs: Tabs
+    service: training.Service, tabs: Tabs
 ) -> None:
     """Issue 50: three tabs holding the largest runs turned Play off for everyone, the default setting included.
     Here runs of 2 snapshots stand for the largest and one of 1 snapshot for the default: it is small, and its Play

@@ -135,7 +135,7 @@ def open_with(page: str, link: dict) -> AppTest:
 
 
 CHAT = [n for n in ui.PARAMS if n.startswith(ui.pages.chat_settings.PREFIX)] + ["token", "present"]
-TRAIN = [n for n in ui.PARAMS if n.startswith(ui.pages.training_settings.PREFIX)] + ["present"]
+TRAIN = [n for n in ui.PARAMS if n.startswith(ui.pages.watch_it_learn_settings.PREFIX)] + ["present"]
 
 
 # Tokens generated: the one value kept small (each token is a step of the real model, seconds on a loaded machine);
@@ -156,20 +156,20 @@ def test_every_accepted_link_of_the_chat_page_runs_with_every_button(link: dict,
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(accepted_link(TRAIN))
 def test_every_accepted_link_of_watch_it_learn_runs_with_every_button(link: dict) -> None:
-    from server import training as pool
-    from ui.pages import training
+    from server import training
+    from ui.pages import watch_it_learn
 
-    service = pool.Service(processes=False)  # trains in this process: no worker processes to start per example
+    service = training.Service(processes=False)  # trains in this process: no worker processes to start per example
     stop = threading.Event()
-    real_advance = pool.tiny.advance
+    real_advance = training.tiny.advance
 
     def advance(*args, **kwargs):  # the example's run trains until the example ends, then stops at its next chunk
         if stop.is_set():
             raise RuntimeError("the fuzz example is over")
         return real_advance(*args, **kwargs)
 
-    with unittest.mock.patch.object(training, "service", lambda: service):
-        with unittest.mock.patch.object(pool.tiny, "advance", advance):
+    with unittest.mock.patch.object(watch_it_learn, "service", lambda: service):
+        with unittest.mock.patch.object(training.tiny, "advance", advance):
             try:
                 at = open_with("watch_it_learn", link)
                 pressed = press_every_button(at, link)

@@ -9,16 +9,16 @@
     poll.py      the class poll's views: a learner's question and answers, the projector's split and reveal
     poll_questions.py  what a poll room can be asked: the demo's questions and the course's
     position.py  Position: the shuffle of a sentence
-    training.py  Watch it learn: the training pool's run of a setting, its curves and its timeline
+    watch_it_learn.py  Watch it learn: the training pool's run of a setting, its curves and its timeline
     growth.py    Watch it learn: how much the induction head reads from the previous-token head, snapshot by snapshot
 
 They draw with `ui`'s shared helpers (charts, heatmaps, widgets, state, results) and never the other way round.
 
 Each page declares its URL settings beside its helper and registers them with `ui.state` when imported: in the
 helper itself (course/, inventory.py, poll.py, position.py), or in a settings module beside it (atlas_settings.py,
-chat_settings.py, llm_settings.py, model_settings.py, training_settings.py): declarations only, so that the registry
-fills without importing a helper that other pages must not import (model.py's readers) or that imports altair
-(llm.py). They are all imported here, and `import ui` imports this package, so the registry is whole before a
+chat_settings.py, llm_settings.py, model_settings.py, watch_it_learn_settings.py): declarations only, so that the
+registry fills without importing a helper that other pages must not import (model.py's readers) or that imports
+altair (llm.py). They are all imported here, and `import ui` imports this package, so the registry is whole before a
 session reads its link.
 """
 
@@ -31,8 +31,8 @@ from . import (
     model_settings,
     poll,
     position,
-    training_settings,
+    watch_it_learn_settings,
 )
 
 __all__ = ["atlas_settings", "chat_settings", "course", "inventory", "llm_settings", "model_settings", "poll",
-           "position", "training_settings"]  # fmt: skip
+           "position", "watch_it_learn_settings"]  # fmt: skip

@@ -14,7 +14,7 @@ import streamlit as st
 from attention.models import tiny
 from attention.models.circuits import trained
 
-from . import training
+from . import watch_it_learn
 
 _KEPT = 8  # runs' curves kept (a few hundred floats each)
 
@@ -45,6 +45,6 @@ def frame(g: trained.Growth, task: str) -> pd.DataFrame:
 def chart(g: trained.Growth, task: str, at: int | None = None) -> None:
     """The curves over the steps, a grey rule at the step shown."""
     writer, reader = (f"L{layer}H{head}" for layer, head in (g.writer, g.reader))
-    spec = training.curve_spec(f"How much {reader} reads what {writer} writes", "score (0 to 1)", "series",
+    spec = watch_it_learn.curve_spec(f"How much {reader} reads what {writer} writes", "score (0 to 1)", "series",
                                current=at, y_max=1.0, height=170)  # fmt: skip
-    training.curve(frame(g, task), spec, key="tr:composition")
+    watch_it_learn.curve(frame(g, task), spec, key="tr:composition")

@@ -26,7 +26,7 @@ from server.warmup import lazy
 
 from .. import charts, state, walkthroughs
 from ..charts import PALETTE
-from .training_settings import PREFIX
+from .watch_it_learn_settings import PREFIX
 
 pd = lazy("pandas")  # imported at first use (server/warmup.py): the course imports this module with `ui`
 

@@ -1,7 +1,7 @@
 """Watch it learn's settings, registered with `ui.state` when `ui` is imported.
 
 They are the tiny model's training settings (attention/models/tiny/settings.py) under the train_ prefix: its heads,
-seed and d_model are not the attention Config's. Apart from ui/pages/training.py, which imports pandas.
+seed and d_model are not the attention Config's. Apart from ui/pages/watch_it_learn.py, which imports pandas.
 """
 
 from __future__ import annotations
@@ -12,4 +12,4 @@ from .. import state
 
 PREFIX = "train_"  # the page's parameters in the URL: train_layers, train_seed, ...
 
-state.register("training", tiny.SETTINGS, prefix=PREFIX)
+state.register("watch_it_learn", tiny.SETTINGS, prefix=PREFIX)

@@ -11,7 +11,7 @@ The attention is `attention.basics.core`'s own functions (project, scores, apply
 snapshot's layer is a `Config` (`layer_config`) whose `attention.compute` is that layer on the probe sequence, so
 the existing panels draw any step of the training. Training (`Trainer`, `train`) is AdamW on one torch thread,
 seeded by the settings alone: the same `Settings` give the same snapshots, number for number, and a run is a pure
-function of its settings (`ui.pages.training` keeps one run a setting for every visitor of the server).
+function of its settings (`server.training` keeps one run a setting for every visitor of the server).
 
 Tasks, on a random run of tokens x (length L): induction (x then x again: predict the repeat), reverse (x, a
 separator, x reversed), sort (x, a separator, x sorted), previous_token (predict the token before each one).

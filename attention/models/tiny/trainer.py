@@ -76,7 +76,7 @@ def measure(
 @contextmanager
 def one_thread():
     """torch on one intra-op thread while training (the numbers then do not depend on the machine's cores),
-    restored after. The thread count is the process's: a server trains in worker processes (`ui.pages.training`)."""
+    restored after. The thread count is the process's: a server trains in worker processes (`server.training`)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -171,7 +171,7 @@ def warm() -> None:
 
 
 def worker_init(niceness: int = 19) -> None:
-    """A worker process that trains and does nothing else (`ui.pages.training`'s pool): one torch thread for good, and
+    """A worker process that trains and does nothing else (`server.training`'s pool): one torch thread for good, and
     the lowest CPU priority, so that a server's pages get the cores first and training takes what is left.
 
     It warms up (`warm`) first, at the priority it started with, as it imported torch: at nice 19 the import of

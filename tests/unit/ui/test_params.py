@@ -137,10 +137,10 @@ def test_every_page_registers_its_own_settings_and_state_names_none() -> None:
 
     assert set(state.OWNERS) == set(ui.PARAMS)
     owners = set(state.OWNERS.values())
-    assert {"attention", "view", "compare", "llm", "model", "chat", "atlas", "training", "poll", "course",
+    assert {"attention", "view", "compare", "llm", "model", "chat", "atlas", "watch_it_learn", "poll", "course",
             "inventory", "position"} <= owners  # fmt: skip
     assert {n for n, o in state.OWNERS.items() if o == "chat"} == {"chat_" + n for n in smollm2.SETTINGS}
-    assert {n for n, o in state.OWNERS.items() if o == "training"} == {"train_" + n for n in tiny.SETTINGS}
+    assert {n for n, o in state.OWNERS.items() if o == "watch_it_learn"} == {"train_" + n for n in tiny.SETTINGS}
     assert state.OWNERS["lesson"] == "course" and state.OWNERS["check_pre"] == "inventory"
     assert state.OWNERS["room"] == "poll" and state.OWNERS["shuffle"] == "position"
     assert not ui.PARAMS["present"].linked and not ui.PARAMS["host"].linked and ui.PARAMS["room"].linked

@@ -18,7 +18,7 @@ from ...charts import band_chart, bars, chart, sweep_frame
 from ...heatmaps import heatmap
 from ...markup import dim_labels, labels, plain
 from ...results import compute, scaling_sweep
-from .. import training
+from .. import watch_it_learn
 from . import runs
 
 pd = lazy("pandas")  # at first use (server/warmup.py): `import ui` imports this module for the course map
@@ -172,16 +172,16 @@ def fall_so_far(i: dict[str, Any]) -> None:
     if run is None:
         return
     settings = run.settings
-    spec = training.curve_spec("Loss so far", "nats", "series", rule=tiny.CHANCE,
+    spec = watch_it_learn.curve_spec("Loss so far", "nats", "series", rule=tiny.CHANCE,
                                rule_label=f"chance: ln {tiny.VOCAB} = {tiny.CHANCE:.2f}", height=200)  # fmt: skip
     spec["layer"][0]["encoding"]["x"]["scale"] = {"domain": [0, settings.steps]}  # the whole run's width from the start
-    training.curve(training.loss_frame(run), spec, key="co:loss-so-far")
+    watch_it_learn.curve(watch_it_learn.loss_frame(run), spec, key="co:loss-so-far")
 
 
 def fall(i: dict[str, Any]) -> None:
     run = runs.lesson_run(i)
     fall = course.steepest_fall(run)
-    training.curve(training.loss_frame(run), training.curve_spec(
+    watch_it_learn.curve(watch_it_learn.loss_frame(run), watch_it_learn.curve_spec(
         "Loss", "nats", "series", rule=tiny.CHANCE, rule_label=f"chance: ln {tiny.VOCAB} = {tiny.CHANCE:.2f}",
         mark_step=fall.step, mark_label="falls fastest", height=200,
     ), key="co:loss")  # fmt: skip

@@ -16,7 +16,7 @@ from server.chat import prompt_run
 from server.training import NoRoom, service
 
 from ...results import or_stop
-from .. import training
+from .. import watch_it_learn
 
 
 def smollm2_run(ids: tuple[int, ...]):
@@ -64,7 +64,7 @@ def training_wait(i: dict[str, Any]) -> str | None:
         return str(refused)
     if job.finished_training:
         return None
-    words = training.progress(job, service().queue_position(job), service().workers).words
+    words = watch_it_learn.progress(job, service().queue_position(job), service().workers).words
     if job.status == "training" and job.step > 0 and job.started is not None:  # at the pace so far
         left = (time.perf_counter() - job.started) * (job.settings.steps - job.step) / job.step
         words += f" About {max(left, 1):.0f} s left."
