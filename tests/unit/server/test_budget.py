@@ -247,6 +247,34 @@ def test_a_run_is_sized_once_on_the_way_to_its_result(server: Admission, monkeyp
     del result
 
 
+def test_a_script_run_counts_its_drawing_until_its_page_is_drawn(server: Admission, monkeypatch) -> None:
+    """In a script run, a large Result computed (or shared) counts what its page may allocate drawing it, up to
+    DRAW, until the run says its page is drawn (dashboard.py); the same run asking for another admission first
+    lets go of its own drawing (it is in the memory by then), so it never waits for itself."""
+    run = ["session-1"]
+    monkeypatch.setattr(server_budget, "_script_run", lambda: run[0])
+    first, second = Config(sentence=WORDS, heads=4, seed=21), Config(sentence=WORDS, heads=2, seed=22)
+    a = ui.compute(first)
+    assert server.drawing == min(budget.result_bytes(first), server_budget.DRAW) > 0
+    b = ui.compute(second)  # admitted with the first one's drawing let go, then counts its own
+    assert server.drawing == min(budget.result_bytes(second), server_budget.DRAW)
+    run[0] = "session-2"
+    assert ui.compute(first) is a  # shared with another session: that page draws it too
+    assert server.drawing == min(budget.result_bytes(second), server_budget.DRAW) + min(
+        budget.result_bytes(first), server_budget.DRAW
+    )
+    server_budget.drawn()
+    run[0] = "session-1"
+    server_budget.drawn()
+    assert server.drawing == 0
+    run[0] = None  # outside a script run (a download made, a test): nothing is drawn
+    ui.results._cached_large.clear()
+    del a, b
+    gc.collect()
+    ui.compute(Config(sentence=WORDS, heads=4, seed=23))
+    assert server.drawing == 0
+
+
 def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: Admission, monkeypatch) -> None:
     monkeypatch.setattr(server_budget, "WAIT_S", 0.3)
     assert server.try_acquire(server.capacity - 10**6)  # another visitor's run holds all but 1 MB
