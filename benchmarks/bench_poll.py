@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from harness.redis_server import RedisServer, find_redis, free_port
-from server.poll import MemoryStore, Poll, Question, RedisStore
+from server.poll import MemoryStore, Poll, PollQuestion, RedisStore
 
-QUESTION = Question("b1", "Which?", "choice", ("a", "b", "c", "d"), answer="1")
+QUESTION = PollQuestion("b1", "Which?", "choice", ("a", "b", "c", "d"), answer="1")
 
 
 def one_run(poll: Poll, learners: int) -> dict[str, float]:

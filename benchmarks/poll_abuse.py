@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 from harness.redis_server import RedisServer, find_redis, free_port
-from server.poll import Poll, PollError, Question, RedisStore
+from server.poll import Poll, PollError, PollQuestion, RedisStore
 
-QUESTION = Question("q", "Which?", "choice", ("a", "b", "c"), answer="1")
+QUESTION = PollQuestion("q", "Which?", "choice", ("a", "b", "c"), answer="1")
 ATTACKER, SCHOOL, OTHER = "203.0.113.66", "198.51.100.20", "192.0.2.7"
 
 

@@ -1,8 +1,8 @@
 """A room's logic over a Store: codes, the instructor's key, the current question, answers, reveal, export.
 
 The instructor opens a room and gets its code (for the learners' link) and a key (kept by the projector's view:
-only it may ask, reveal and download). A question is plain data pushed by the presenter (`Question`, or any object
-with id, prompt, kind, choices and answer: `Question.of`). A learner's browser holds an anonymous token the server
+only it may ask, reveal and download). A question is plain data pushed by the presenter (`PollQuestion`, or any object
+with id, prompt, kind, choices and answer: `PollQuestion.of`). A learner's browser holds an anonymous token the server
 issued for the room (signed: server/poll/tokens.py); its answer to the current question is a counted value the
 question defines (a choice's index, a number, a cell), never the learner's text, and may change until the reveal.
 Rooms are forgotten after `idle_s` without a change, or `unjoined_s` while no device has joined.
@@ -58,7 +58,7 @@ class NoRoom(PollError):
 
 
 @dataclass(frozen=True)
-class Question:
+class PollQuestion:
     """One question, as the presenter pushes it. `answer` is the right answer as a counted value (a choice's index
     as text, a number, "row,col"); it stays on the server until the reveal."""
 
@@ -94,8 +94,8 @@ class Question:
             object.__setattr__(self, "answer", self.value_of(self.answer))
 
     @classmethod
-    def of(cls, obj: Any) -> Question:
-        """A Question from the course's own question objects (or a dict): id, prompt (or text), kind, choices,
+    def of(cls, obj: Any) -> PollQuestion:
+        """A PollQuestion from the course's own question objects (or a dict): id, prompt (or text), kind, choices,
         rows, cols, lo, hi and answer, read by name; a choice's answer may be its label or its index."""
         get = obj.get if isinstance(obj, dict) else lambda name, default=None: getattr(obj, name, default)
         kind = get("kind", "choice")
@@ -185,7 +185,7 @@ class Question:
 class Tally:
     """The split of one question: how many browsers answered, and how many gave each value (in drawing order)."""
 
-    question: Question
+    question: PollQuestion
     counts: dict[str, int]
     revealed: bool
 
@@ -204,9 +204,9 @@ class Tally:
 @dataclass(frozen=True)
 class Room:
     code: str
-    question: Question | None  # the current one
+    question: PollQuestion | None  # the current one
     revealed: bool  # the current question's answer is shown
-    asked: list[Question] = field(default_factory=list)  # every question asked, in order
+    asked: list[PollQuestion] = field(default_factory=list)  # every question asked, in order
     joined: int = 0  # devices given a token for this room
 
 
@@ -306,7 +306,7 @@ class Poll:
             raise PollError("Only the instructor who opened this room can do that.")
         return fields
 
-    def ask(self, code: str, key: str, question: Question) -> None:
+    def ask(self, code: str, key: str, question: PollQuestion) -> None:
         """Make `question` the room's current one (asked again, it keeps its answers and its reveal)."""
         fields = self._host(code, key)
         known = fields.get("q:" + question.id)
@@ -358,10 +358,10 @@ class Poll:
                 self.store.hit(key, window)
             raise
 
-    def tally(self, code: str, question: Question, revealed: bool = False) -> Tally:
+    def tally(self, code: str, question: PollQuestion, revealed: bool = False) -> Tally:
         return Tally(question, self.store.tally(normal_code(code), question.id), revealed)
 
-    def mine(self, code: str, browser: str, question: Question) -> str | None:
+    def mine(self, code: str, browser: str, question: PollQuestion) -> str | None:
         return self.store.mine(normal_code(code), question.id, browser)
 
     def sheets(self, code: str, key: str, qid: str) -> dict[str, str]:
@@ -453,6 +453,6 @@ class Poll:
         return out.getvalue()
 
 
-def _question(data: dict[str, Any]) -> Question:
+def _question(data: dict[str, Any]) -> PollQuestion:
     data = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "seq"}
-    return Question(**data)
+    return PollQuestion(**data)

@@ -388,7 +388,7 @@ def test_a_number_forged_as_nan_or_infinity_is_refused_politely(monkeypatch) -> 
     poll = Poll(MemoryStore())
     monkeypatch.setattr(server.poll, "shared", lambda: poll)
     code, key = poll.open()
-    question = server.poll.Question("n", "How many?", "number", lo=0, hi=100, answer="3")
+    question = server.poll.PollQuestion("n", "How many?", "number", lo=0, hi=100, answer="3")
     poll.ask(code, key, question)
     for forged in (float("nan"), float("inf"), float("-inf")):
         phone = open_ok("poll", room=code)

@@ -105,7 +105,7 @@ def test_the_replicas_share_one_redis_for_the_poll(recipe: live_server.Recipe) -
     """run.sh starts Debian's redis-server under supervisord and gives every replica its address: a room opened
     through one replica's address is the same room through the other's (server/poll over that Redis)."""
     from harness.redis_server import require_redis
-    from server.poll import ENV, Poll, Question, RedisStore
+    from server.poll import ENV, Poll, PollQuestion, RedisStore
 
     require_redis()
     urls = set()
@@ -117,7 +117,7 @@ def test_the_replicas_share_one_redis_for_the_poll(recipe: live_server.Recipe) -
     assert url and url.startswith("redis://127.0.0.1:")
     one, two = Poll(RedisStore(url)), Poll(RedisStore(url))
     code, key = one.open()
-    one.ask(code, key, Question("q", "?", "choice", ("a", "b")))
+    one.ask(code, key, PollQuestion("q", "?", "choice", ("a", "b")))
     two.answer(code, one.join(code), "q", "1")  # a token one replica issued counts through the other
     assert one.tally(code, one.room(code).question).counts == {"1": 1}
 
@@ -578,13 +578,13 @@ def test_the_rooms_redis_killed_comes_back_with_every_room(recipe: live_server.R
     """Issue 50: supervisord started a killed Redis again with nothing, so every room was lost. Its append-only file
     (LAB_REDIS_DIR) brings back the room, its question, its answers and the token secret."""
     from harness.redis_server import require_redis
-    from server.poll import ENV, Poll, Question, RedisStore
+    from server.poll import ENV, Poll, PollQuestion, RedisStore
 
     require_redis()
     url = psutil.Process(live_server.replica_pid(recipe, "s1")).environ()[ENV]
     poll = Poll(RedisStore(url, timeout_s=0.5))
     code, key = poll.open()
-    question = Question("q", "?", "choice", ("a", "b"))
+    question = PollQuestion("q", "?", "choice", ("a", "b"))
     poll.ask(code, key, question)
     token = poll.join(code)
     poll.answer(code, token, "q", "1")

@@ -19,7 +19,7 @@ import streamlit as st
 
 from attention.basics.params import Param
 from attention.lessons import inventory
-from server.poll import Question, Room
+from server.poll import PollQuestion, Room
 
 from .. import state
 from ..markup import plain
@@ -199,15 +199,15 @@ def room_seed(code: str) -> int:
     return 1 + int(hashlib.sha256(code.encode()).hexdigest(), 16) % 9999
 
 
-def room_question(code: str, phase: str) -> Question:
+def room_question(code: str, phase: str) -> PollQuestion:
     """The room's question for one test: its items (rows) and each item's numbers of answers and reasons (cols)."""
     forms = inventory.test(room_seed(code), phase)
-    return Question(f"inventory.{phase}", f"Check what you know, {PHASE_WORDS[phase]}: {len(forms)} questions, each "
-                    "with its reason", "test", rows=tuple(f.item for f in forms),
-                    cols=tuple(f"{len(f.answers)}.{len(f.reasons)}" for f in forms))  # fmt: skip
+    return PollQuestion(f"inventory.{phase}", f"Check what you know, {PHASE_WORDS[phase]}: {len(forms)} questions, "
+                        "each with its reason", "test", rows=tuple(f.item for f in forms),
+                        cols=tuple(f"{len(f.answers)}.{len(f.reasons)}" for f in forms))  # fmt: skip
 
 
-def room_learner(code: str, q: Question, mine: str | None, revealed: bool, send: Callable[[str], None],
+def room_learner(code: str, q: PollQuestion, mine: str | None, revealed: bool, send: Callable[[str], None],
                  answer_to: Callable[[str], str | None]) -> None:  # fmt: skip
     """A phone's test: the form until the instructor closes it (Reveal), then its own score (and after the second
     test, its own gain). `answer_to(qid)` is this browser's answer to another of the room's questions."""

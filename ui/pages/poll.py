@@ -4,7 +4,7 @@ projector's (the room's code and link, how many answered and how the answers spl
 What belongs here: drawing the poll and the session's part in it (its room and its browser token, parameters in
 `ui.state`; its instructor's key, kept in the session and the instructor's own browser, never in an address).
 The rooms themselves are `server.poll`'s, shared by every session (in Redis behind the room's proxy). Questions are
-plain data (`server.poll.Question`); until the course pushes its own (`push`), the projector offers
+plain data (`server.poll.PollQuestion`); until the course pushes its own (`push`), the projector offers
 `demo_questions()`, whose answers the package computes.
 """
 
@@ -22,7 +22,7 @@ import streamlit as st
 import server.poll
 from attention.basics.params import Param
 from attention.lessons import course
-from server.poll import PollError, Question, Unavailable
+from server.poll import PollError, PollQuestion, Unavailable
 
 from .. import join, qr, state
 from ..markup import plain
@@ -283,12 +283,12 @@ def hosting() -> tuple[str, str] | None:
 
 
 def push(question: Any) -> bool:
-    """Make `question` (a Question, or the course's question object: `Question.of`) the current one of the room this
-    session hosts, when it hosts one; for presenter mode's step. Returns whether it was asked."""
+    """Make `question` (a PollQuestion, or the course's question object: `PollQuestion.of`) the current one of the
+    room this session hosts, when it hosts one; for presenter mode's step. Returns whether it was asked."""
     held = hosting()
     if held is None:
         return False
-    q = question if isinstance(question, Question) else Question.of(question)
+    q = question if isinstance(question, PollQuestion) else PollQuestion.of(question)
     room = _guard(lambda: server.poll.shared().room(held[0]))
     if room is not None and room.question != q:
         _guard(lambda: server.poll.shared().ask(*held, q))
@@ -304,7 +304,7 @@ def push_course(question: Any, inputs: dict[str, Any]) -> bool:
     return push(from_course(question, inputs))
 
 
-def projector(questions: Sequence[Question] | None = None) -> None:
+def projector(questions: Sequence[PollQuestion] | None = None) -> None:
     """The instructor's view: open a room; then its code and link, the question to ask, and the live split."""
     said = st.session_state.pop("poll:said", None)
     if said:
@@ -338,14 +338,14 @@ def projector(questions: Sequence[Question] | None = None) -> None:
         _asking(code, key, questions)
 
 
-def _asking(code: str, key: str, questions: Sequence[Question] | None) -> None:
+def _asking(code: str, key: str, questions: Sequence[PollQuestion] | None) -> None:
     if questions is None:  # the demo's questions, then the course's at each lesson's own inputs
         texts = {q.id: q.text for q in demo_questions()}  # a quick first question, then the lessons'
         texts.update({i: f"Lesson: {q.prompt(course.inputs_for(q, {}))}" for i, q in course_questions().items()})
         texts.update({i: f"Check what you know, {inventory.PHASE_WORDS[p]}" for i, p in
                       inventory.ROOM_QUESTIONS.items()})  # fmt: skip
 
-        def make(i: str) -> Question:
+        def make(i: str) -> PollQuestion:
             phase = inventory.ROOM_QUESTIONS.get(i)
             return asked(i) if phase is None else inventory.room_question(code, phase)
 

@@ -1,5 +1,5 @@
 """What a class poll room can be asked: the demo's three questions on one sentence (answers computed by the
-package), and the course's questions at each lesson's own inputs, as `server.poll.Question`s (plain data). The
+package), and the course's questions at each lesson's own inputs, as `server.poll.PollQuestion`s (plain data). The
 projector's list of questions (ui/pages/poll.py) offers them; the inventory's tests are ui/pages/inventory.py's.
 """
 
@@ -10,11 +10,11 @@ from typing import Any
 
 from attention import Config, compute
 from attention.lessons import course
-from server.poll import Question
+from server.poll import PollQuestion
 
 
 @functools.lru_cache(maxsize=1)
-def demo_questions() -> tuple[Question, ...]:
+def demo_questions() -> tuple[PollQuestion, ...]:
     """Three questions on one sentence, one of each kind, their answers computed by the package (not written here)."""
     sentence = "the cat sat on the mat"
     result = compute(Config(sentence=sentence, mask="causal"))
@@ -27,14 +27,14 @@ def demo_questions() -> tuple[Question, ...]:
     open_weights = compute(Config(sentence=sentence)).weights[0]  # no mask: every cell may win
     best = divmod(int(open_weights.argmax()), open_weights.shape[1])
     return (
-        Question(
+        PollQuestion(
             "demo.rows",
             "After the softmax, what does each row of weights add up to?",
             "choice",
             choices,
             answer=str(choices.index(same)) if same in choices else "3",
         ),
-        Question(
+        PollQuestion(
             "demo.causal",
             f"Under a causal mask, how many keys may the 4th token of “{sentence}” attend to?",
             "number",
@@ -42,7 +42,7 @@ def demo_questions() -> tuple[Question, ...]:
             hi=100,
             answer=str(allowed),
         ),
-        Question(
+        PollQuestion(
             "demo.cell",
             f"No mask, the default weights: which cell of “{sentence}”'s weights is largest?",
             "cell",
@@ -53,15 +53,15 @@ def demo_questions() -> tuple[Question, ...]:
     )
 
 
-def from_course(question: Any, inputs: dict[str, Any]) -> Question:
+def from_course(question: Any, inputs: dict[str, Any]) -> PollQuestion:
     """The course's question (attention.lessons.course.Question) on these inputs as the poll asks it: its prompt,
     choices (a cell question's cells become choices) or range, and the answer the package computes now."""
     truth = question.answer(inputs)
     if question.kind == "number":
         lo, hi = question.range(inputs)
-        return Question(f"course.{question.id}", question.prompt(inputs), "number", lo=lo, hi=hi,
+        return PollQuestion(f"course.{question.id}", question.prompt(inputs), "number", lo=lo, hi=hi,
                         answer=f"{float(truth.value):.6g}", tolerance=question.margin(truth))  # fmt: skip
-    return Question(f"course.{question.id}", question.prompt(inputs), "choice", question.choices(inputs),
+    return PollQuestion(f"course.{question.id}", question.prompt(inputs), "choice", question.choices(inputs),
                     answer=str(int(truth.value)))  # fmt: skip
 
 
@@ -71,7 +71,7 @@ def course_questions() -> dict[str, Any]:
     return {f"course.{q.id}": q for q in course.QUESTIONS.values()}
 
 
-def asked(picked: str) -> Question:
+def asked(picked: str) -> PollQuestion:
     """The picked question as the room is asked it: a course question is computed now, at its lesson's inputs."""
     q = course_questions().get(picked)
     if q is None:

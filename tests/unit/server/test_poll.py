@@ -17,11 +17,11 @@ from types import SimpleNamespace
 import pytest
 
 from harness.redis_server import RedisServer, free_port, redis_server, require_redis
-from server.poll import MemoryStore, Poll, PollError, Question, RedisStore, Unavailable, resp, rooms, tokens
+from server.poll import MemoryStore, Poll, PollError, PollQuestion, RedisStore, Unavailable, resp, rooms, tokens
 
-CHOICE = Question("q1", "Which token does 'it' attend to most?", "choice", ("the", "cat", "it"), answer="1")
-NUMBER = Question("q2", "How many weights in row 3 are not zero?", "number", lo=0, hi=100, answer="3")
-CELL = Question("q3", "Which cell is largest?", "cell", rows=("a", "b"), cols=("a", "b", "c"), answer="1,2")
+CHOICE = PollQuestion("q1", "Which token does 'it' attend to most?", "choice", ("the", "cat", "it"), answer="1")
+NUMBER = PollQuestion("q2", "How many weights in row 3 are not zero?", "number", lo=0, hi=100, answer="3")
+CELL = PollQuestion("q3", "Which cell is largest?", "cell", rows=("a", "b"), cols=("a", "b", "c"), answer="1,2")
 
 
 @pytest.fixture(scope="module")
@@ -249,13 +249,14 @@ def test_a_number_questions_bounds_are_floats_so_a_number_box_drops_what_is_not_
 def test_a_question_from_the_course_plugs_in_by_its_field_names() -> None:
     course = SimpleNamespace(id="scaling.1", prompt="Without √d_k, the weights get...", kind="choice",
                              choices=["flatter", "peakier"], answer="peakier")  # fmt: skip
-    q = Question.of(course)
+    q = PollQuestion.of(course)
     assert (q.id, q.text, q.choices, q.answer) == ("scaling.1", course.prompt, ("flatter", "peakier"), "1")
     assert "answer" not in q.public()
-    cell = Question.of({"id": "c", "text": "?", "kind": "cell", "rows": ["a"], "cols": ["a", "b"], "answer": (0, 1)})
+    asked = {"id": "c", "text": "?", "kind": "cell", "rows": ["a"], "cols": ["a", "b"], "answer": (0, 1)}
+    cell = PollQuestion.of(asked)
     assert cell.answer == "0,1" and cell.label(cell.answer) == "a → b"
     with pytest.raises(ValueError, match="kind is one of"):
-        Question("x", "?", "essay")
+        PollQuestion("x", "?", "essay")
 
 
 def test_the_poll_pauses_while_redis_is_away_and_resumes_when_it_is_back() -> None:
