@@ -1,17 +1,22 @@
 """Heavy modules imported when first used instead of at `import ui`, and warmed once the first page is drawn.
 
-The first visitor of a fresh server waits for `import ui`: the first page draws its heatmaps with torch alone,
-so pandas (tables) and altair (other pages' charts) are imported on first use (`pd = lazy("pandas")`: the
-module is imported at its first attribute read). Then `warm_after` imports them in a background thread once the
-script run that imported `ui` has finished, so the next page does not wait for them either (it does not freeze what
-they built: see the comment in `warm_after`).
-benchmarks/bench_startup.py measures the effect (time from `streamlit run` to the first chart drawn).
+The first visitor of a fresh server waits for `import ui`: the course map draws with Streamlit alone, so pandas
+(tables) and altair (other pages' charts) are imported on first use (`pd = lazy("pandas")`: the module is imported
+at its first attribute read). Then `warm_after` imports them in a background thread once the first page is drawn,
+or at once when nobody's page is waiting (a server started before anyone opens it), so the next page does not wait
+for them either (it does not freeze what they built: see the comment in `warm_after`); then it runs what was
+registered with `after_warm` (the installed models' SHA-256, checked once: server/atlas.py).
+benchmarks/bench_startup.py measures the effect (time from `streamlit run` to the course map drawn),
+benchmarks/bench_atlas_first_visit.py the Head atlas's first visit.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 # Imported by the pages after the first chart, or by other pages: tables (pandas, and pyarrow under st.dataframe)
@@ -47,20 +52,59 @@ def warm(names: tuple[str, ...] = WARM) -> None:
 _started = threading.Event()
 # Set by ui.finish() at the end of every page's run: the first page of the first visitor has been drawn.
 page_drawn = threading.Event()
+SCRIPT_THREAD = "ScriptRunner.scriptThread"  # Streamlit's name for the thread of a session's script run
+AFTER: list[Callable[[], None]] = []  # run after WARM, in the same thread (`after_warm`)
 
 
-def warm_after(thread: threading.Thread, page_wait_s: float = 30.0) -> None:
-    """Import WARM in a daemon thread once `thread` (the script run that imported ui, or the server's start-up
-    warm-up: dashboard.warm_up) has finished and a first page has been drawn (or `page_wait_s` has passed), so
-    that the first visitor's run never shares the GIL with these imports; once a process."""
+def after_warm(chore: Callable[[], None]) -> Callable[[], None]:
+    """Register `chore` to run once WARM is imported (in the warm-up thread, so no visitor's run waits for it); an
+    error is logged, not raised. Returns `chore` (usable as a decorator)."""
+    AFTER.append(chore)
+    return chore
+
+
+def page_waiting() -> bool:
+    """Whether a session's script run is in progress (a visitor waits for a page)."""
+    return any(t.name == SCRIPT_THREAD for t in threading.enumerate())
+
+
+def wait_for_first_page(page_wait_s: float = 30.0, idle_s: float = 1.0, poll_s: float = 0.05) -> str:
+    """Until the first page is drawn ("drawn"), or no script run has been in progress for `idle_s` in a row (nobody
+    is waiting: "idle"), or `page_wait_s` has passed ("timeout")."""
+    deadline = time.monotonic() + page_wait_s
+    idle_since: float | None = None
+    while not page_drawn.wait(poll_s):
+        now = time.monotonic()
+        if now >= deadline:
+            return "timeout"
+        if page_waiting():
+            idle_since = None
+        elif idle_since is None:
+            idle_since = now
+        elif now - idle_since >= idle_s:
+            return "idle"
+    return "drawn"
+
+
+def warm_after(thread: threading.Thread, page_wait_s: float = 30.0, idle_s: float = 1.0) -> None:
+    """Import WARM, then run AFTER, in a daemon thread once `thread` (the script run that imported ui, or the
+    server's start-up warm-up: dashboard.warm_up) has finished and a first page has been drawn, or nobody's page has
+    been waiting for `idle_s` (a server nobody has opened yet: its first visitor, whatever the page, finds them
+    ready), or `page_wait_s` has passed; so that the first visitor's run never shares the GIL with these imports;
+    once a process."""
     if _started.is_set() or thread is threading.main_thread():  # not a Streamlit script run (a test, a shell)
         return
     _started.set()
 
     def run() -> None:
         thread.join()
-        page_drawn.wait(page_wait_s)
+        wait_for_first_page(page_wait_s, idle_s)
         warm()
+        for chore in list(AFTER):
+            try:
+                chore()
+            except Exception:  # noqa: BLE001 -- a check that fails here is made again, and said, where it is needed
+                logging.getLogger("server").debug("a warm-up chore failed", exc_info=True)
         # No gc.freeze() here, unlike ui/__init__.py's at import time: by now other sessions' scripts are running,
         # and a freeze would make their namespaces (cycles through the pages' functions) uncollectable, with the
         # Results in them: memory that never comes back, and bytes of the server's budget (server/budget.py) held for
