@@ -10,7 +10,14 @@ and the package, is the course map's cost, measured by bench_startup.py), then o
 2. the same page again (the next visitor: the atlas kept by the server), the reference in the same run;
 3. MiniLM's atlas on the corpus, its first visit on this server.
 Each is timed in the page's own clock, from navigation start to the last change in the main column once the script
-run is over, every head drawn in the scatter and the table shown. Medians over the runs, the single runs, the load.
+run is over, every head drawn in the scatter and the table in place (its grid drawn, or its element in the closed
+"Every score of every head" expander, where the page keeps it since issue 45). Medians over the runs, the single
+runs, the load.
+
+--breakdown  also print, for each visit, when (ms from navigation start) the page first had: Streamlit's app
+             element (its scripts loaded), the websocket connected, the script running, the page's title, the
+             sentences under the scatter, the run over, the scatter's element, all its points, the table's element,
+             and the last change: where the time goes, browser side.
 """
 
 from __future__ import annotations
@@ -29,10 +36,27 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADS = {"smollm2": 30 * 9, "minilm": 6 * 12}
 
 # Installed before the page's own scripts: the time of the last change inside the main column
+# and, for --breakdown, when each milestone was first seen
 WATCH_JS = """
-window.__last = 0;
+window.__last = 0; window.__marks = {};
+const app = () => document.querySelector('[data-testid="stApp"]');
+const probes = {
+  app: () => app(),
+  connected: () => app() && app().dataset.testConnectionState === 'CONNECTED',
+  running: () => app() && app().dataset.testScriptState === 'running',
+  title: () => [...document.querySelectorAll('[data-testid="stMain"] h1')].some(h => h.innerText.includes('atlas')),
+  sentences: () => document.body.innerText.includes('The strongest heads'),
+  run_over: () => window.__marks.running && app().dataset.testScriptState === 'notRunning',
+  scatter: () => document.querySelector('[data-testid="stVegaLiteChart"]'),
+  points: () => document.querySelectorAll('[data-testid="stVegaLiteChart"] .mark-symbol path').length > 0,
+  table: () => document.querySelector('[data-testid="stDataFrame"]'),
+};
 new MutationObserver(ms => {
-  if (ms.some(m => m.target.closest && m.target.closest('[data-testid="stMain"]'))) window.__last = performance.now();
+  const t = performance.now();
+  if (ms.some(m => m.target.closest && m.target.closest('[data-testid="stMain"]'))) window.__last = t;
+  for (const [k, f] of Object.entries(probes)) {
+    if (!(k in window.__marks)) { try { if (f()) window.__marks[k] = Math.round(t); } catch (e) {} }
+  }
 }).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
 """
 DRAWN_JS = """heads => {
@@ -40,7 +64,9 @@ DRAWN_JS = """heads => {
   if (!app || app.dataset.testScriptState !== 'notRunning') return false;
   if (!document.body.innerText.includes('The strongest heads')) return false;
   const points = document.querySelectorAll('[data-testid="stVegaLiteChart"] .mark-symbol path').length;
-  if (points !== heads || !document.querySelector('[data-testid="stDataFrame"] canvas')) return false;
+  const table = document.querySelector('[data-testid="stDataFrame"]');
+  const closed = table && table.closest('details') && !table.closest('details').open;
+  if (points !== heads || !table || (!closed && !table.querySelector('canvas'))) return false;
   if (performance.now() - window.__last < 500) return false;  // still changing
   return window.__last;
 }"""
@@ -74,12 +100,19 @@ def start(root: Path, port: int, log: Path) -> tuple[subprocess.Popen, float, fl
     return proc, healthy, time.monotonic() - t0
 
 
+BREAKDOWN = [False]  # --breakdown
+
+
 def visit(browser, url: str, heads: int) -> float:
     """Seconds from navigation start to every chart drawn, in a new tab."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.add_init_script(WATCH_JS)
     page.goto(url, wait_until="commit")
     ms = page.wait_for_function(DRAWN_JS, arg=heads, timeout=600_000, polling=50).json_value()
+    if BREAKDOWN[0]:
+        marks = sorted(page.evaluate("window.__marks").items(), key=lambda kv: kv[1])
+        print(f"  {url.rsplit('/', 1)[1]}: " + ", ".join(f"{k} {v}" for k, v in marks) + f", last change {ms:.0f} ms",
+              flush=True)  # fmt: skip
     page.close()
     return ms / 1000
 
@@ -89,7 +122,9 @@ def main() -> None:
     cli.add_argument("--root", type=Path, default=ROOT, help="the checkout whose server is measured")
     cli.add_argument("--runs", type=int, default=3, help="fresh servers")
     cli.add_argument("--port", type=int, default=8611)
+    cli.add_argument("--breakdown", action="store_true", help="when each part of every visit was first seen")
     a = cli.parse_args()
+    BREAKDOWN[0] = a.breakdown
     from playwright.sync_api import sync_playwright
 
     base = f"http://{live_server.LOOPBACK}:{a.port}"

@@ -67,11 +67,12 @@ st.subheader("What the atlas says about the model")
 st.markdown("\n".join(f"- {s}" for s in findings(a)))
 st.caption("Computed from the scores above: change the input or the switch and these sentences change with them.")
 
-st.subheader("Every score of every head")
-st.dataframe(table, hide_index=True, height=360, column_config={
-    k: st.column_config.NumberColumn(NAMES[k], format="%.1f" if k == "mean_distance" else "%.3f",
-                                     help=DEFINITIONS[k]) for k in [*a.scores, *circuits]})  # fmt: skip
-st.caption("Click a column's name to sort by it.")
+# closed until asked: its grid (Streamlit's heaviest element) is not drawn on the first screen (issue 45)
+with st.expander("Every score of every head: the table", icon=":material/table:"):
+    st.dataframe(table, hide_index=True, height=360, column_config={
+        k: st.column_config.NumberColumn(NAMES[k], format="%.1f" if k == "mean_distance" else "%.3f",
+                                         help=DEFINITIONS[k]) for k in [*a.scores, *circuits]})  # fmt: skip
+    st.caption("Click a column's name to sort by it.")
 
 with st.expander("How each score is computed"):
     st.markdown(

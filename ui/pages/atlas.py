@@ -150,7 +150,10 @@ def scatter(table: pd.DataFrame, x: str, y: str, colour: str, key: str = "atlas:
     )
     spec.pop("datasets", None)  # the frame is sent once, by `chart`: left in, every head was drawn twice
     spec.pop("data", None)
-    event = chart(table, spec, height=420, key=key, on_select="rerun", selection_mode="pick")
+    # the table under the chart holds what it plots (the page's own table, below, every score)
+    plotted = list(dict.fromkeys(["name", "layer", "head", *(["kv_group"] if colour == "kv_group" else []), x, y]))
+    plotted = [c for c in plotted if c in table.columns]
+    event = chart(table, spec, height=420, key=key, table=table[plotted], on_select="rerun", selection_mode="pick")
     chosen = (event or {}).get("selection", {}).get("pick") or []
     if not chosen:
         return None
