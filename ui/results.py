@@ -13,8 +13,8 @@ from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 
+import attention
 from attention import Config, Result
-from attention import compute as _compute_uncached
 from attention.basics import sizes
 from attention.basics.config import SETTINGS, tokenize
 from attention.basics.sizes import result_bytes as result_bytes  # re-exported: ui.result_bytes
@@ -77,12 +77,12 @@ SMALL_RESULT_BYTES = 512 << 10
 
 @st.cache_resource(max_entries=64, ttl=3600, show_spinner=False)
 def _cached(_config: Config, key: str) -> Result:
-    return _compute_uncached(_config)
+    return attention.compute(_config)
 
 
 @st.cache_resource(max_entries=1, ttl=600, show_spinner=False)
 def _cached_large(_config: Config, key: str) -> Result:
-    return _compute_uncached(_config)
+    return attention.compute(_config)
 
 
 budget.evictor(_cached_large.clear)  # the large result only the cache holds goes when a run needs the memory

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ...basics.config import MASKS as MASK_KINDS
+from ...basics import config
 from ...llm import flash, kv_memory
 from .. import permutation, scaling, soft_lookup
 from .question import (
@@ -148,7 +148,7 @@ SCALING = Question(
 
 
 # 4. Masks ---------------------------------------------------------------------------------------------------------
-COUNTED_MASKS = tuple(m for m in MASK_KINDS if m != "custom")
+COUNTED_MASKS = tuple(m for m in config.MASKS if m != "custom")
 
 
 def _mask_words(inputs: Inputs) -> str:
