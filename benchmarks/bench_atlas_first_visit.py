@@ -4,7 +4,7 @@
     python -m benchmarks.bench_atlas_first_visit --root /tmp/before      # another checkout (the same Python)
 
 Each run starts its own `streamlit run dashboard.py` (OMP_NUM_THREADS=1, as bench_atlas.py), waits for its health
-check and then for its start-up warm-up to finish (the server's CPU time still for a second: `import ui`, torch
+check and then for its start-up warm-up to finish (the server's CPU time still for two seconds: `import ui`, torch
 and the package, is the course map's cost, measured by bench_startup.py), then opens in a new tab:
 1. the Head atlas as a first visitor finds it (its default: SmolLM2 on the corpus), on this fresh server;
 2. the same page again (the next visitor: the atlas kept by the server), the reference in the same run;
@@ -93,7 +93,7 @@ def start(root: Path, port: int, log: Path) -> tuple[subprocess.Popen, float, fl
         time.sleep(0.2)
     healthy = time.monotonic() - t0
     still, before = 0, cpu_seconds(proc.pid)
-    while still < 2 and time.monotonic() - t0 < 180:  # two half-seconds in a row with under 5 % of a core
+    while still < 4 and time.monotonic() - t0 < 180:  # four half-seconds in a row with under 5 % of a core
         time.sleep(0.5)
         now = cpu_seconds(proc.pid)
         still, before = (still + 1 if now - before < 0.025 else 0), now
