@@ -20,8 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 # Imported by the pages after the first chart, or by other pages: tables (pandas, and pyarrow under st.dataframe)
-# and the Vega-Lite charts (altair).
-WARM = ("pandas", "pyarrow", "altair")
+# and the Vega-Lite charts (altair); and what a session's first run imports: st.set_page_config's emoji check
+# (streamlit.emojis compiles a regex of every emoji when imported: 0.1-0.25 s of a fresh server's first visit).
+WARM = ("pandas", "pyarrow", "altair", "streamlit.emojis")
 
 
 class LazyModule:
