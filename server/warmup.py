@@ -97,6 +97,19 @@ def wait_for_first_page(page_wait_s: float = 30.0, idle_s: float = 0.5, poll_s: 
     return "drawn"
 
 
+def app_navigation() -> None:
+    """From now on every session's run goes through dashboard.py's `st.navigation`, a deep link's first included.
+
+    With a pages/ folder beside dashboard.py, Streamlit starts in its older folder-based navigation until some
+    session's run calls `st.navigation` (which sets this flag): on a fresh server a deep link's first visit (the Head
+    atlas from a share link) ran its page file alone, whose `ui.state.ensure_frame` then asked for a rerun through
+    dashboard.py: a run and a round trip more. Set once the warm-up has imported `ui` (a visit before that still
+    takes the rerun, ui/_frame.py)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False  # what st.navigation itself sets
+
+
 def warm_after(thread: threading.Thread, page_wait_s: float = 30.0, idle_s: float = 0.5) -> None:
     """Import WARM, then run AFTER, in a daemon thread once `thread` (the script run that imported ui, or the
     server's start-up warm-up: dashboard.warm_up) has finished and a first page has been drawn, or nobody's page has
@@ -106,6 +119,7 @@ def warm_after(thread: threading.Thread, page_wait_s: float = 30.0, idle_s: floa
     if _started.is_set() or thread is threading.main_thread():  # not a Streamlit script run (a test, a shell)
         return
     _started.set()
+    app_navigation()
 
     def run() -> None:
         thread.join()
