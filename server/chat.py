@@ -47,9 +47,15 @@ def release_idle_packing() -> None:
     packed.release(PACKED_IDLE_S)
 
 
+# A run short of memory lets go of the packed copy only when nobody has stepped through it for PACKED_BUSY_S: while
+# visitors generate it is what they are stepping through (issue 50: let go at every wait under a crowd, each next
+# step packed it again, ~100 MB and 0.6 s more, and a step admitted before it was let go packed it unadmitted).
+PACKED_BUSY_S = 30.0
+
+
 @budget.evictor
 def release_packing() -> None:
-    packed.release()
+    packed.release(PACKED_BUSY_S)
 
 
 # Every forward is admitted against the server's memory budget (server/budget.py) for its peak (`smollm2.run_bytes`)
@@ -60,9 +66,10 @@ def prompt_run(ids: tuple[int, ...]) -> smollm2.Run:
 
     def make() -> smollm2.Run:
         model = smollm2.load()
-        return budget.admitted(
-            smollm2.run_bytes(model, len(ids)), lambda: smollm2.slim(smollm2.run_ids(model, ids)), held=unheld
-        )
+        with packed.pinned(model):  # a one-token prompt is a step: sized with the packing it may need
+            return budget.admitted(
+                smollm2.run_bytes(model, len(ids)), lambda: smollm2.slim(smollm2.run_ids(model, ids)), held=unheld
+            )
 
     return RUNS.get(ids, make, "The chat model reads the prompt…", holder=sessions.current())
 

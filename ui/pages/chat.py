@@ -23,6 +23,7 @@ import torch
 
 from attention import Result
 from attention.models import smollm2
+from attention.models.smollm2 import packed
 from server import budget, sessions
 from server.chat import GENERATIONS, RUNS, STEP_TURNS, prompt_run, unheld
 from server.warmup import lazy
@@ -167,7 +168,7 @@ def _step(model: smollm2.Model, generation: smollm2.Generation) -> None:
     try:
         with STEP_TURNS.turn(budget.WAIT_S, waiting):
             line.empty()
-            with or_stop("The next generated token"):
+            with or_stop("The next generated token"), packed.pinned(model):  # sized and run with the same copy
                 budget.admitted(
                     smollm2.generation_step_bytes(model, generation),
                     lambda: smollm2.generate_next(model, generation),

@@ -187,12 +187,14 @@ def run_ids(
     return Run(ids, start, torch.stack(hidden) if keep else torch.empty(0), *stacked, logits=logits, cache=cache)
 
 
-def run_bytes(model: Model, new: int, cached: int = 0, keep: bool = True) -> int:
+def run_bytes(model: Model, new: int, cached: int = 0, keep: bool = True, int4: bool = True) -> int:
     """An upper bound of the memory `run_ids` takes for `new` tokens after a cache of `cached`, before it returns:
     the Run's tensors (every layer's intermediates with keep, else the logits), the new cache (the old one is
     copied), and the temporaries of the largest step: one layer's dequantized float32 matrices and its
     activations, or a chunk of the unembedding. From the shapes alone (4 bytes a number), before any is made
-    (tests/unit/attention/models/test_smollm2.py holds it above what a Run holds)."""
+    (tests/unit/attention/models/test_smollm2.py holds it above what a Run holds). A one-token run with int4 also
+    packs the layers where they are not packed yet (`packed.pack_bytes`, about 100 MB; 0 once packed): hold the
+    copy with `packed.pinned` from this sizing to the run, so that it is still there."""
     L, d, h, kv, dh = model.n_layers, model.d_model, model.heads, model.kv_heads, model.d_head
     t_k = cached + new
     d_ff = max(layer.w_gate.shape[0] for layer in model.layers)
@@ -203,7 +205,8 @@ def run_bytes(model: Model, new: int, cached: int = 0, keep: bool = True) -> int
     layer = 3 * (2 * d * d + 2 * d * kv * dh + 3 * d * d_ff)
     activations = new * (4 * d + 3 * d_ff) + 3 * h * new * t_k  # x, q, k, v, the MLP's, omega/weights/softmax
     temporaries = max(layer + activations, UNEMBED_CHUNK * d + new * UNEMBED_CHUNK)
-    return 4 * (numbers + temporaries)
+    packing = packed.pack_bytes(model) if int4 and new == 1 and packed.available() else 0
+    return 4 * (numbers + temporaries) + packing
 
 
 def slim(run: Run) -> Run:

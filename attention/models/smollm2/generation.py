@@ -9,7 +9,6 @@ import torch
 import torch.nn.functional as F
 
 from .decoder import Cache, Run, run_bytes, run_ids
-from .packed import available, pack_bytes
 from .reader import Model
 from .tokens import display
 
@@ -53,8 +52,9 @@ class Generation:
 def generation_step_bytes(model: Model, generation: Generation) -> int:
     """An upper bound of the memory `generate_next` takes: one step's run after the cache (`run_bytes`), and on the
     process's first step (or the first after the packed copy was let go) the packing of the layers (`pack_bytes`,
-    about 100 MB: under a crowd, unasked for, it took the server past its limit)."""
-    return run_bytes(model, 1, generation.cache.length) + (pack_bytes(model) if available() else 0)
+    about 100 MB: under a crowd, unasked for, it took the server past its limit), as `run_bytes` counts it for a
+    one-token run. Hold the packed copy from this sizing to the step (`packed.pinned`)."""
+    return run_bytes(model, 1, generation.cache.length)
 
 
 def generate_next(model: Model, generation: Generation) -> int:

@@ -20,9 +20,11 @@ dequantized a chunk at a time (`decoder.unembed`)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -163,6 +165,7 @@ class PackedModel:
 
 _PACKED: weakref.WeakKeyDictionary[Model, PackedModel | None] = weakref.WeakKeyDictionary()
 _USED: weakref.WeakKeyDictionary[Model, float] = weakref.WeakKeyDictionary()  # when a step last asked for it
+_PINS: weakref.WeakKeyDictionary[Model, int] = weakref.WeakKeyDictionary()  # steps sized or under way, per model
 _LOCK = threading.Lock()
 
 
@@ -216,14 +219,32 @@ def pack_bytes(model: Model) -> int:
     return kept + 16 * largest
 
 
+@contextlib.contextmanager
+def pinned(model: Model) -> Iterator[None]:
+    """Inside it the model's packed copy is not let go (`release`): a step sized while the copy was there (its
+    admission counted no packing, `pack_bytes` 0) must find it there when it runs, or it would pack again beside
+    what was admitted (issue 50: a crowd's waiting runs let go of it between a chat step's admission and its run,
+    and the step packed ~100 MB more than the server had counted)."""
+    with _LOCK:
+        _PINS[model] = _PINS.get(model, 0) + 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _PINS[model] -= 1
+            if not _PINS[model]:
+                del _PINS[model]
+
+
 def release(idle_s: float = 0.0, now: float | None = None) -> int:
-    """Let go of the packed copies no step has asked for in `idle_s` seconds (every one with 0): the bytes freed.
-    The next step packs again (0.6 s, quiet); a step under way keeps the copy it holds until it ends. Where the
+    """Let go of the packed copies no step has asked for in `idle_s` seconds (every one with 0) and none is pinned
+    for (`pinned`): the bytes freed. The next step packs again (0.6 s, quiet), inside its own admission. Where the
     kernel was found inexact (None) the finding stays: nothing to free."""
     now = time.monotonic() if now is None else now
     freed = 0
     with _LOCK:
-        for model in [m for m, used in _USED.items() if now - used >= idle_s and _PACKED.get(m) is not None]:
+        idle = [m for m, used in _USED.items() if now - used >= idle_s and _PACKED.get(m) is not None]
+        for model in [m for m in idle if not _PINS.get(m)]:
             freed += _PACKED.pop(model).nbytes
             del _USED[model]
     return freed

@@ -503,6 +503,38 @@ def test_the_packed_copy_is_let_go_when_idle_and_made_again_by_the_next_step(mod
     assert packed.release() == again.nbytes and packed.release() == 0  # short of memory: every copy goes, once
 
 
+def test_a_pinned_copy_is_not_let_go_and_a_one_token_run_counts_its_packing(model: smollm2.Model) -> None:
+    """A step sized while the packed copy was there (no packing counted) must find it when it runs: under a crowd,
+    runs waiting for memory let go of it between a chat step's admission and its run, and the step packed ~100 MB
+    beside what was admitted (issue 50). Pinned, the copy stays; a one-token run, where the copy is not there,
+    counts its packing (`run_bytes`), as a generation step does."""
+    from attention.models.smollm2 import packed
+
+    packed.release()
+    assert smollm2.run_bytes(model, 1) - smollm2.run_bytes(model, 1, int4=False) == packed.pack_bytes(model) > 0
+    assert smollm2.run_bytes(model, 2) == smollm2.run_bytes(model, 2, int4=False)  # a prompt run never packs
+    with packed.pinned(model):
+        copy = packed.packed(model)
+        assert copy is not None and smollm2.run_bytes(model, 1) == smollm2.run_bytes(model, 1, int4=False)
+        assert packed.release() == 0 and packed.packed(model) is copy  # short of memory, yet pinned: kept
+        with packed.pinned(model):  # two steps at once
+            pass
+        assert packed.release() == 0
+    assert packed.release() == copy.nbytes  # unpinned: let go
+
+
+def test_a_run_short_of_memory_keeps_the_copy_visitors_are_stepping_through(model: smollm2.Model) -> None:
+    """The server's evictor (server/chat.py) lets go of the packed copy only when nobody has stepped through it for
+    PACKED_BUSY_S: under a crowd every waiting run called it, and each next step packed again (~100 MB, 0.6 s)."""
+    from attention.models.smollm2 import packed
+    from server import chat
+
+    copy = packed.packed(model)  # a step just used it
+    chat.release_packing()
+    assert packed.packed(model) is copy
+    assert packed.release(chat.PACKED_BUSY_S, now=time.monotonic() + chat.PACKED_BUSY_S + 1) == copy.nbytes
+
+
 def test_the_first_step_asks_the_budget_for_the_packing_too(model: smollm2.Model) -> None:
     """A generation step's admission (smollm2.generation_step_bytes) counts the packing of the layers while they are not
     packed: unasked for, three visitors' first steps beside six heavy ones took the server past its 690 MiB limit
