@@ -81,7 +81,10 @@ def _queue_of(session_id: str) -> _CountedQueue | None:
 
     if not runtime.exists():
         return None
-    info = runtime.get_instance()._session_mgr.get_active_session_info(session_id)
+    try:  # Streamlit's own runtime; AppTest's is a stand-in without sessions
+        info = runtime.get_instance()._session_mgr.get_active_session_info(session_id)
+    except AttributeError:
+        return None
     queue = getattr(getattr(info, "client", None), "_send_queue", None)
     return queue if isinstance(queue, _CountedQueue) else None
 

@@ -59,3 +59,14 @@ def test_a_drawing_counts_until_the_sessions_messages_are_sent(monkeypatch) -> N
     assert b.drawing == 70 * MB
     waiting.pop()[1]()  # the first run's messages are sent
     assert b.drawing == 30 * MB
+
+
+def test_a_runtime_without_sessions_sends_at_once(monkeypatch) -> None:
+    """AppTest's runtime is a stand-in with no session manager: a page run there is drawn when it ends."""
+    from streamlit import runtime
+
+    monkeypatch.setattr(runtime, "exists", lambda: True)
+    monkeypatch.setattr(runtime, "get_instance", lambda: object())
+    told: list[int] = []
+    sending.when_sent("a session", lambda: told.append(1))
+    assert told == [1]
