@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from harness import live_server
-from ui.pages import course
+from ui.views import course
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -67,7 +67,7 @@ main()
 """
 FIRST_CHART_JS = "() => document.querySelector('.al-heatmap[data-drawn]') !== null"
 # The course map drawn: its title, the last lesson's row and the caption under the rows shown, the run over (the
-# rows are `st.container(key="co-map-<lesson>")`, ui/pages/course/flow.py's course_map)
+# rows are `st.container(key="co-map-<lesson>")`, ui/views/course/flow.py's course_map)
 COURSE_MAP_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.dataset.testScriptState !== 'notRunning') return false;

@@ -7,7 +7,7 @@ report holding every pair, and checks the report's ⟨g⟩ against the one the s
 
 Learners send at the protocol level of the poll (Poll.join, Poll.answer through their replica's own Redis client),
 not through a browser: this is the server's part. The projector's page redraws its report every
-ui.pages.poll.PROJECTOR_EVERY_S (0.5 s), so a browser shows it within that interval after the report is ready.
+ui.views.poll.PROJECTOR_EVERY_S (0.5 s), so a browser shows it within that interval after the report is ready.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from attention.lessons import inventory
 from harness.redis_server import redis_server
 from server.poll import Poll, RedisStore
-from ui.pages.inventory import decode, encode, room_question, room_seed
+from ui.views.inventory import decode, encode, room_question, room_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 

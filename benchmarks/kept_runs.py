@@ -65,7 +65,7 @@ def main() -> None:
     from attention.models import tiny
     from harness import live_server
     from server.training import GRACE_S, KEPT_BYTES, SWEEP_S
-    from ui.pages.watch_it_learn import ROOM_CHECK_S
+    from ui.views.watch_it_learn import ROOM_CHECK_S
 
     size = {**LARGE, "train_steps": args.steps, "train_every": args.every, "train_batch": args.batch}
     bytes_ = tiny.Settings(**{k[6:]: v for k, v in size.items()}).run_bytes
@@ -142,7 +142,7 @@ def main() -> None:
             left = time.perf_counter()
             play = f.get_by_role("button", name="Play")
             while play.is_disabled() and time.perf_counter() - left < GRACE_S + 2 * SWEEP_S + ROOM_CHECK_S + 30:
-                # F does nothing: the page looks again by itself (ui.pages.watch_it_learn._wait_for_room)
+                # F does nothing: the page looks again by itself (ui.views.watch_it_learn._wait_for_room)
                 time.sleep(0.5)
             play_off = play.is_disabled()
             say("F", f"{time.perf_counter() - left:.0f} s after A left, untouched: Play {'off' if play_off else 'on'}; "

@@ -51,7 +51,7 @@ from harness.redis_server import RedisServer, find_redis, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CHOICES = ("1", "the number of keys")  # two of the demo's first question's answers (ui/pages/poll.py, demo_questions)
+CHOICES = ("1", "the number of keys")  # two of the demo's first question's answers (ui/views/poll.py, demo_questions)
 PAUSE_S = 10
 
 
@@ -190,7 +190,7 @@ def rss_mib(pid: int | None) -> float:
 # What the capacity is read against (docs/deploy.md, "How big a room"): a replica's 690 MiB limit less its 6 %
 # reserve and 200 MB for large runs (benchmarks/capacity.py's budget), and 80 % of its one core.
 REPLICA_MIB, RESERVE, LARGE_RUNS_MIB, CORE_SHARE = 690, 0.06, 200 * 1e6 / 2**20, 0.8
-REFRESH_S = 3  # a learner's page looks for the next question this often (ui/pages/poll.py, LEARNER_EVERY_S)
+REFRESH_S = 3  # a learner's page looks for the next question this often (ui/views/poll.py, LEARNER_EVERY_S)
 
 
 def refresh_cost(learner: Learner, pid: int | None, looks: int = 30, rounds: int = 3) -> dict:

@@ -75,7 +75,7 @@ def heaviest_training() -> dict[str, str]:
     """Watch it learn's largest run that the page accepts: every size at the top of its control's range, and the
     most snapshots a run may keep (the smallest `every` that tiny.Settings accepts: MAX_RUN_BYTES, MAX_SNAPSHOTS).
     Derived from the declarations, so it stays the heaviest (and accepted) when a range changes."""
-    prefix = ui.pages.watch_it_learn_settings.PREFIX
+    prefix = ui.views.watch_it_learn_settings.PREFIX
     top = {n: int(ui.PARAMS[prefix + n].hi) for n in ("layers", "heads", "d_model", "batch", "steps")}
     every = ui.PARAMS[prefix + "every"]
     for n in range(int(every.lo), int(every.hi) + 1):

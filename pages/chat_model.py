@@ -6,7 +6,7 @@ import attention.models.circuits.chat
 import ui
 from attention.llm import decoding
 from attention.models import circuits, smollm2
-from ui.pages import chat, llm
+from ui.views import chat, llm
 
 st.title("Inside a chat model")
 st.caption(

@@ -1,7 +1,7 @@
 """The course: its map (the front door), then one lesson at a time, each asking before it shows."""
 
 import ui
-from ui.pages import course
+from ui.views import course
 
 course.follow_link()  # first: the browser's Back and Forward move through the course's stages
 ui.show_url_warnings(**course.lesson_defaults())  # a lesson opens on its own setting (Masks: causal)

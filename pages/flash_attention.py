@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from attention.llm import flash
-from ui.pages import llm
+from ui.views import llm
 
 st.title("FlashAttention")
 st.caption(

@@ -13,7 +13,7 @@ from attention.lessons.atlas import (
     findings,
     top_sentences,
 )
-from ui.pages import atlas
+from ui.views import atlas
 
 st.title("Head atlas")
 st.caption(

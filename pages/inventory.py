@@ -1,7 +1,7 @@
 """Check what you know: the attention inventory before and after the course, and the learner's gain per idea."""
 
 import ui
-from ui.pages import inventory
+from ui.views import inventory
 
 ui.show_url_warnings()
 inventory.solo()

@@ -5,7 +5,7 @@ import streamlit as st
 import ui
 from attention.llm import decoding
 from attention.llm.kv_memory import MODELS, format_bytes
-from ui.pages import llm
+from ui.views import llm
 
 st.title("KV cache")
 st.caption(

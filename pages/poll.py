@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from ui.pages import poll
+from ui.views import poll
 
 st.title("Class poll")
 ui.show_url_warnings()

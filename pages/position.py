@@ -7,7 +7,7 @@ import ui
 from attention import Result
 from attention.basics import position
 from attention.lessons import permutation, rope_demo
-from ui.pages.position import shuffle_button, shuffles
+from ui.views.position import shuffle_button, shuffles
 
 # No mask and no dropout here, whatever another page set: a causal mask is itself a signal of order (each word
 # sees only the words before it), and dropout draws differ between the two sentences of the experiment.

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from attention.models import interpret, minilm
-from ui.pages.model import BEHAVIOURS, MODEL_VIEW_MAX, go_to, head_result, model_view, run_or_stop, token_chips
+from ui.views.model import BEHAVIOURS, MODEL_VIEW_MAX, go_to, head_result, model_view, run_or_stop, token_chips
 
 st.title("Inside a real model")
 st.caption(

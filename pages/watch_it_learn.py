@@ -5,7 +5,7 @@ import streamlit as st
 
 import ui
 from attention.models import tiny
-from ui.pages import growth, watch_it_learn
+from ui.views import growth, watch_it_learn
 
 P = watch_it_learn.PREFIX
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)

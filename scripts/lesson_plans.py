@@ -1,4 +1,4 @@
-"""Write the course's printable lesson plans, one page a lesson, into docs/course/ from ui/pages/course/'s lessons.
+"""Write the course's printable lesson plans, one page a lesson, into docs/course/ from ui/views/course/'s lessons.
 
     python -m scripts.lesson_plans [--out docs/course]
 
@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from attention.lessons.course import SHORT_ROUTE, inputs_for
-from ui.pages import course
+from ui.views import course
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ def render() -> dict[str, str]:
     files["50-minutes.md"] = short_route()
     files["README.md"] = f"""# The course's lesson plans
 
-One printable page a lesson, written by `python -m scripts.lesson_plans` from `ui/pages/course/` (do not edit by hand).
+One printable page a lesson, written by `python -m scripts.lesson_plans` from `ui/views/course/` (do not edit by hand).
 The course itself is the lab's front page: each lesson asks one question on the learner's own sentence before it
 draws the answer. Run it from a clicker in presenter mode (`/?present=true`): PageDown moves question → reveal →
 next lesson.

@@ -1,5 +1,5 @@
 """The Head atlas's results as every visitor shares them: each atlas pair and SmolLM2's circuit scores on an input,
-kept within byte bounds. ui/pages/atlas.py makes and draws them (the numbers are `attention.lessons.atlas`'s: the
+kept within byte bounds. ui/views/atlas.py makes and draws them (the numbers are `attention.lessons.atlas`'s: the
 corpus's and the probe's are read from the package's shipped atlases, a learner's text is computed).
 """
 

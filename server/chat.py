@@ -1,7 +1,7 @@
 """The chat model's runs as every visitor shares them: its prompts' runs, its generations and its heads' writes, kept
 within byte bounds and held for the visitor stepping through them, and the fair queue of its model steps.
 
-ui/pages/chat.py and ui/pages/llm.py make and draw them (the runs themselves are `attention.models.smollm2`'s).
+ui/views/chat.py and ui/views/llm.py make and draw them (the runs themselves are `attention.models.smollm2`'s).
 """
 
 from __future__ import annotations

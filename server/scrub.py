@@ -2,7 +2,7 @@
 of once the visitors who drew it have left.
 
 What belongs here: `ScrubCache`, the training pool's cache of what each snapshot draws (server/training.py owns
-one and tells it which sessions ended). What an entry is, is the page's business (ui/pages/watch_it_learn.py).
+one and tells it which sessions ended). What an entry is, is the page's business (ui/views/watch_it_learn.py).
 
 It used to be a `st.cache_resource` of 256 whole layer Results (every intermediate of `attention.compute`, about
 375 kB each at the largest setting): scrubbing filled it to +118 MiB, outside the budget, and it stayed after the

@@ -1,7 +1,7 @@
 """Values made once per key across the whole server and kept within a byte capacity: a session asking for a
 key another session is making waits for that one instead of making it again. The Real model page keeps its
-Readings and heads here (ui/pages/model.py), the Head atlas its atlases (ui/pages/atlas.py), the chat page its
-prompt runs and generations (ui/pages/chat.py).
+Readings and heads here (ui/views/model.py), the Head atlas its atlases (ui/views/atlas.py), the chat page its
+prompt runs and generations (ui/views/chat.py).
 
 A visitor may hold one value of a `Shared` (`get(..., holder=session)`): what a visitor is stepping through (the
 chat page's generation, the prompt run it draws) is not let go of when a run elsewhere needs the memory (`let_go`,

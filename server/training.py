@@ -1,7 +1,7 @@
 """Training runs for every visitor of the server: one run a setting, a few trained at a time, none blocking a page.
 
 What belongs here: the server-wide `Service` (the runs it keeps, its queue, its worker processes and its scrub
-cache). The math is attention/models/tiny/; the page is pages/watch_it_learn.py, drawn by ui/pages/watch_it_learn.py.
+cache). The math is attention/models/tiny/; the page is pages/watch_it_learn.py, drawn by ui/views/watch_it_learn.py.
 
 A run is a pure function of its `tiny.Settings`, so thirty visitors pressing Play on one setting share one
 training. At most WORKERS settings train at a time; the others wait in order and their pages say so. Training
@@ -119,7 +119,7 @@ class Service:
         self.hold_s = hold_s
         self.grace_s = grace_s
         self.alive = alive
-        self.scrub = ScrubCache()  # what scrubbing the runs' timelines draws (ui.pages.watch_it_learn.layer_result)
+        self.scrub = ScrubCache()  # what scrubbing the runs' timelines draws (ui.views.watch_it_learn.layer_result)
         self._lock = threading.Lock()
         self._jobs: OrderedDict[tiny.Settings, Job] = OrderedDict()
         self._count = 0

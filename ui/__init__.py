@@ -11,7 +11,7 @@
     ui/walkthroughs.py  the walkthrough of one query with its numbers, and step mode
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
     ui/qr.py         a QR code for a link, made here (the poll's projector shows one)
-    ui/pages/        what one page draws and no other does, a module a page (ui/pages/__init__.py lists them), with
+    ui/views/        what one page draws and no other does, a module a page (ui/views/__init__.py lists them), with
                      the page's own settings;
                      `lesson_link`, the course's link that every page shows, is re-exported here
 
@@ -31,7 +31,6 @@ from .charts import band_chart, bars, chart, chart_row, lines, sweep_frame, swee
 from .exports import MATRICES, code, command_line, downloads, export_file, json_size, matrix_of
 from .heatmaps import decode_heatmap, heatmap, heatmap_payload, largest_abs
 from .markup import dim_labels, explain, labels, plain
-from .pages.course import lesson_link
 from .results import (
     check_length,
     compute,
@@ -60,6 +59,7 @@ from .state import (
     put,
     sync_url,
 )
+from .views.course import lesson_link
 from .walkthroughs import SAY, clicker, inputs_note, stepper, walkthrough
 from .widgets import (
     controls,

@@ -3,7 +3,7 @@
 What belongs here: every setting of `attention.Config` declared with `dashboard=...` (attention/basics/config.py),
 under its field name; what those pages show of it (the followed token, the head shown, step mode, presenter mode,
 the tutorial preset, the per-head view, Compare's matrix and side B, the scaling page's temperature and seeds); and
-the names other shared helpers need (`STAGES`, `B_SIDE`, `SPLIT_DERIVED`). A page with a helper in ui/pages/
+the names other shared helpers need (`STAGES`, `B_SIDE`, `SPLIT_DERIVED`). A page with a helper in ui/views/
 declares its own settings there.
 """
 

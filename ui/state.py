@@ -3,8 +3,8 @@
 What belongs here: the registry (`register`, `PARAMS`), reading a link once per session, `get`/`put`, a page's
 own defaults, and writing the URL back. Nothing here draws on the page, and nothing here knows a page or a model:
 each page declares its own settings beside its helper and registers them when imported (the toy attention pages'
-in ui/settings.py, the others' in ui/pages/: chat_settings.py, course/__init__.py, poll.py, ...). `import ui`
-imports every declaration (ui/pages/__init__.py), so the registry is whole before a session reads its link.
+in ui/settings.py, the others' in ui/views/: chat_settings.py, course/__init__.py, poll.py, ...). `import ui`
+imports every declaration (ui/views/__init__.py), so the registry is whole before a session reads its link.
 
 A setting is declared once, as an `attention.basics.params.Param` (a Config's field carries its own), and registered
 under its URL key. Each parameter has one canonical value in `st.session_state["p:NAME"]`, seeded from the URL once

@@ -3,7 +3,7 @@
 What belongs here: widgets that read and write a parameter of `ui.state` (sliders, selects, toggles, text
 areas), the sidebar's `controls`, presenter mode, the custom-mask editor and the buttons that set several
 parameters at once. A widget takes its label, help and range from the parameter's declaration
-(attention/basics/config.py for the Config's settings, `ui.settings.VIEW` and ui/pages/ for the dashboard's own).
+(attention/basics/config.py for the Config's settings, `ui.settings.VIEW` and ui/views/ for the dashboard's own).
 
 Every widget is keyed "w:NAME" and copies its value into the parameter in its on_change callback, so the value
 survives pages that do not show the widget. Callbacks live here, not in pages: a function defined in a page

@@ -31,7 +31,7 @@ def fresh_runs() -> None:
     """The page's runs made afresh, under this module's one thread as the server runs: another module's pages (the
     admission tests run them on the machine's threads) may have left theirs in the process-wide caches, a few ulps
     from this module's oracle (3e-6 against its 1e-6 in the suite's order)."""
-    from ui.pages import chat, llm
+    from ui.views import chat, llm
 
     for cache in (chat.RUNS, chat.GENERATIONS, llm.WRITES):
         cache.clear()
@@ -146,7 +146,7 @@ def test_the_20th_token_costs_one_model_step_and_a_rerun_or_a_click_none(monkeyp
     next(b for b in at.button if b.label == "Generate one token").click().run()
     assert not at.exception and calls == [1]  # one model step over the one new token
     assert "Step 20:" in texts(at) and "the cache now holds 34 tokens" in texts(at)
-    from ui.pages import chat
+    from ui.views import chat
 
     assert chat.GENERATIONS.held()  # the grown cache and row are held for the visitor, in the page's own bound
     assert budget.SERVER.used == held  # and counted as the process's memory, not in the budget's bytes
@@ -181,7 +181,7 @@ def test_link_warnings_name_this_pages_own_ranges() -> None:
 
 def test_a_memory_refusal_in_the_head_view_is_said_in_plain_words(monkeypatch) -> None:
     from server import budget
-    from ui.pages import chat
+    from ui.views import chat
 
     def refused(*args, **kwargs):
         raise budget.Refused("the server's memory is taken by other visitors' large runs")
@@ -194,7 +194,7 @@ def test_a_memory_refusal_in_the_head_view_is_said_in_plain_words(monkeypatch) -
 
 
 def test_switching_off_the_induction_head_reports_the_largest_changes_with_white_space_shown() -> None:
-    from ui.pages import chat
+    from ui.views import chat
 
     assert chat.visible(" a\n\tb\r") == "␣a↵⇥b␍" and chat.visible("") == "∅"
     import re
@@ -208,7 +208,7 @@ def test_switching_off_the_induction_head_reports_the_largest_changes_with_white
 @pytest.mark.thorough  # a fresh interpreter or a model run: --all, not the fast tier
 def test_a_link_asking_for_many_tokens_makes_a_bounded_few_a_click_and_says_so(monkeypatch) -> None:
     """Issue 50: `chat_generate=64` in a link cost 270 CPU-s in one page run. One run makes at most STEPS_PER_RUN."""
-    from ui.pages import chat
+    from ui.views import chat
 
     monkeypatch.setattr(chat, "STEPS_PER_RUN", 3)
     steps = []
@@ -230,7 +230,7 @@ def test_a_run_waiting_for_memory_leaves_a_visitor_s_generation_and_prompt_run_t
     """Issue 50: every run that waited for memory cleared the chat page's caches, so each visitor's next click ran
     the prompt again (a large run) and regenerated every token so far. Now the next click is one model step."""
     from server import budget
-    from ui.pages import chat
+    from ui.views import chat
 
     at = page(chat_generate="3", chat_prompt="Eviction must not take away what a visitor steps through")
     assert "Step 3:" in texts(at)
@@ -256,7 +256,7 @@ def test_generate_n_tokens_streams_each_token_then_reruns_once_and_stop_keeps_wh
     tokens made so far."""
     import streamlit as st
 
-    from ui.pages import chat
+    from ui.views import chat
 
     steps = []
     generate_next = smollm2.generate_next

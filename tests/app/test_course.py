@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 import ui
 from attention.lessons.course import SHORT_ROUTE, inputs_for, reading
 from harness import charts
-from ui.pages import course
-from ui.pages.course import flow
+from ui.views import course
+from ui.views.course import flow
 
 ROOT = Path(__file__).resolve().parents[2]
 VEGA = "vega_lite_chart"
@@ -315,7 +315,7 @@ def test_lesson_2s_now_try_repeats_the_query_word():
     at.button(key="co:try").click().run()
     assert at.session_state["p:sentence"] == "the cat sat on the mat sat"
     inputs = {n: at.session_state["p:" + n] for n in lesson.question.reads}
-    from ui.pages.course.figures import toy
+    from ui.views.course.figures import toy
 
     base = toy(inputs, mask="none")
     doubled = toy(inputs, mask="none", scale="temperature", temperature=base.scale / 2)

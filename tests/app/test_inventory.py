@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention.lessons import inventory
 from harness.charts import open_page
-from ui.pages.inventory import decode, encode
+from ui.views.inventory import decode, encode
 
 
 def texts(at: AppTest) -> str:

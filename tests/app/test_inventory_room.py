@@ -15,7 +15,7 @@ from attention.lessons import inventory
 from harness.charts import ok, open_ok
 from harness.redis_server import redis_server
 from server.poll import MemoryStore, Poll, RedisStore
-from ui.pages.inventory import decode, encode, room_question, room_seed
+from ui.views.inventory import decode, encode, room_question, room_seed
 
 
 def texts(at: AppTest) -> str:

@@ -127,7 +127,7 @@ def test_the_poll_says_it_is_paused_when_its_redis_does_not_answer(monkeypatch) 
 
 
 def test_the_course_pushes_its_question_into_the_room_its_session_hosts(monkeypatch) -> None:
-    """ui.pages.poll.push, the course's way in: a question object with the course's field names becomes the current
+    """ui.views.poll.push, the course's way in: a question object with the course's field names becomes the current
     question of the room this session hosts; a session that hosts none asks nothing."""
     poll = Poll(MemoryStore())
     monkeypatch.setattr(server.poll, "shared", lambda: poll)
@@ -138,16 +138,16 @@ def test_the_course_pushes_its_question_into_the_room_its_session_hosts(monkeypa
         import streamlit as st
 
         import server.poll
-        import ui.pages.poll
+        import ui.views.poll
 
         question = SimpleNamespace(id="course.1", prompt="Which key wins?", kind="choice", choices=["a", "b"],
                                    answer="b")  # fmt: skip
-        st.write(f"without a room: {ui.pages.poll.push(question)}")
+        st.write(f"without a room: {ui.views.poll.push(question)}")
         code, key = server.poll.shared().open()
         st.session_state["p:room"], st.session_state["p:host"] = code, key
-        st.write(f"hosting: {ui.pages.poll.push(question)}")
+        st.write(f"hosting: {ui.views.poll.push(question)}")
         st.session_state["p:host"] = key[:-1] + ("x" if key[-1] != "x" else "y")
-        st.write(f"wrong key: {ui.pages.poll.push(question)}")
+        st.write(f"wrong key: {ui.views.poll.push(question)}")
 
     at = AppTest.from_function(script, default_timeout=60).run()
     ok(at)
@@ -243,7 +243,7 @@ def test_a_number_answer_survives_the_pages_refresh_changes_and_is_marked(monkey
     poll = Poll(MemoryStore())
     monkeypatch.setattr(server.poll, "shared", lambda: poll)
     code, key = poll.open()
-    from ui.pages.poll import from_course
+    from ui.views.poll import from_course
 
     number = course.QUESTIONS["masks"]
     asked = from_course(number, course.inputs_for(number, {}))
@@ -322,7 +322,7 @@ def test_a_learners_token_survives_a_paused_rerun_and_a_reload(monkeypatch) -> N
         poll = Poll(RedisStore(redis.url, timeout_s=0.3))
         monkeypatch.setattr(server.poll, "shared", lambda: poll)
         code, key = poll.open()
-        from ui.pages.poll import demo_questions
+        from ui.views.poll import demo_questions
 
         poll.ask(code, key, demo_questions()[0])
         phone = open_ok("poll", room=code)

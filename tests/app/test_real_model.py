@@ -167,7 +167,7 @@ def test_other_pages_never_import_the_models_readers() -> None:
         "import sys; from streamlit.testing.v1 import AppTest\n"
         f"at = AppTest.from_file({str(ROOT / 'dashboard.py')!r}, default_timeout=60); at.run()\n"
         "at.switch_page('pages/multi_head.py').run(); assert not at.exception\n"
-        "print(sorted(m for m in ('safetensors', 'tokenizers', 'ui.pages.model') if m in sys.modules))\n"
+        "print(sorted(m for m in ('safetensors', 'tokenizers', 'ui.views.model') if m in sys.modules))\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -178,7 +178,7 @@ def test_other_pages_never_import_the_models_readers() -> None:
 
 
 def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_again(monkeypatch) -> None:
-    import ui.pages.model
+    import ui.views.model
 
     sentence = "Four visitors ask for this one sentence at the same moment."
     reads, started = [], threading.Event()
@@ -192,7 +192,7 @@ def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_aga
 
     monkeypatch.setattr(minilm, "read", slow_read)
     got: list = []
-    threads = [threading.Thread(target=lambda: got.append(ui.pages.model.run(sentence)[1])) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: got.append(ui.views.model.run(sentence)[1])) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -200,11 +200,11 @@ def test_sessions_asking_at_once_share_one_run_and_heads_never_run_the_model_aga
     assert reads == [sentence] and len(got) == 4 and all(r is got[0] for r in got)
     monkeypatch.setattr(minilm, "read", lambda *a, **k: pytest.fail("the model ran again"))
     monkeypatch.setattr(minilm, "forward", lambda *a, **k: pytest.fail("the model ran again"))
-    reading = ui.pages.model.run(sentence)[1]
-    result = ui.pages.model.head_result(reading, 2, 7)
+    reading = ui.views.model.run(sentence)[1]
+    result = ui.views.model.head_result(reading, 2, 7)
     full = read(minilm.load(), sentence, weights_upto=512)
     torch.testing.assert_close(result.weights[0], full.weights[2, 7], atol=1e-6, rtol=0)
-    assert ui.pages.model.head_result(reading, 2, 7) is result
+    assert ui.views.model.head_result(reading, 2, 7) is result
 
 
 def test_a_stopped_maker_leaves_the_run_to_a_session_waiting_for_it() -> None:

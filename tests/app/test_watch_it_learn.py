@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from attention.models import tiny
 from harness.charts import _walk, heatmaps, open_page
 from server import training
-from ui.pages import watch_it_learn
+from ui.views import watch_it_learn
 
 SMALL = {"train_steps": "50", "train_every": "25"}
 

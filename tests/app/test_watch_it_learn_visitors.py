@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from attention.models import tiny
 from harness.charts import open_page
 from server import sessions, training
-from ui.pages import watch_it_learn
+from ui.views import watch_it_learn
 
 STEPS = {"train_steps": "50", "train_every": "25"}
 

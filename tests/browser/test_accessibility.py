@@ -20,7 +20,7 @@ import dashboard
 import ui
 from attention import Config, compute
 from browser.test_pages import settle
-from ui.pages import course
+from ui.views import course
 
 pytestmark = pytest.mark.browser
 

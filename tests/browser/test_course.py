@@ -12,7 +12,7 @@ import pytest
 import ui
 from browser.conftest import SCREENSHOTS
 from browser.test_pages import CHARTS, assert_clean, open_page, settle, wait_for_charts
-from ui.pages import course
+from ui.views import course
 
 pytestmark = pytest.mark.browser
 

@@ -15,7 +15,7 @@ import pytest
 from attention.models import tiny
 from harness import live_server
 from server.training import GRACE_S, SWEEP_S
-from ui.pages.watch_it_learn import ROOM_CHECK_S
+from ui.views.watch_it_learn import ROOM_CHECK_S
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 STEPS = {"train_steps": 50, "train_every": 25}

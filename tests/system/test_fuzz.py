@@ -134,8 +134,8 @@ def open_with(page: str, link: dict) -> AppTest:
     return at
 
 
-CHAT = [n for n in ui.PARAMS if n.startswith(ui.pages.chat_settings.PREFIX)] + ["token", "present"]
-TRAIN = [n for n in ui.PARAMS if n.startswith(ui.pages.watch_it_learn_settings.PREFIX)] + ["present"]
+CHAT = [n for n in ui.PARAMS if n.startswith(ui.views.chat_settings.PREFIX)] + ["token", "present"]
+TRAIN = [n for n in ui.PARAMS if n.startswith(ui.views.watch_it_learn_settings.PREFIX)] + ["present"]
 
 
 # Tokens generated: the one value kept small (each token is a step of the real model, seconds on a loaded machine);
@@ -157,7 +157,7 @@ def test_every_accepted_link_of_the_chat_page_runs_with_every_button(link: dict,
 @given(accepted_link(TRAIN))
 def test_every_accepted_link_of_watch_it_learn_runs_with_every_button(link: dict) -> None:
     from server import training
-    from ui.pages import watch_it_learn
+    from ui.views import watch_it_learn
 
     service = training.Service(processes=False)  # trains in this process: no worker processes to start per example
     stop = threading.Event()

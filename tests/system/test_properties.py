@@ -138,7 +138,7 @@ SHARED = [
 # a `python -m` entry point runs as a program of its own, never imported by the server: it may set torch's threads
 SHARED = [p for p in SHARED if p.name != "__main__.py"]
 # Tables filled at import and then only read, the same for every session: ui/state.py's settings registry (the page
-# helpers' `register`; ui/pages/__init__.py imports them all before any session reads a link) and server/budget.py's
+# helpers' `register`; ui/views/__init__.py imports them all before any session reads a link) and server/budget.py's
 # housekeeping chores (`budget.chore`, a decorator, as the evictors are)
 REGISTRY = {("ui", "state.py", "PARAMS"), ("ui", "state.py", "OWNERS"), ("ui", "state.py", "RENAMED"),
             ("server", "budget.py", "CHORES")}  # fmt: skip

@@ -82,7 +82,7 @@ def test_every_soaked_link_is_one_its_page_accepts() -> None:
 
 def test_watch_it_learns_link_is_the_largest_run_the_page_accepts() -> None:
     soak = soak_module()
-    prefix = ui.pages.watch_it_learn_settings.PREFIX
+    prefix = ui.views.watch_it_learn_settings.PREFIX
     link = dict(urllib.parse.parse_qsl(soak.link("watch_it_learn", 3)))
     values = {k.removeprefix(prefix): ui.state._parse(k, v) for k, v in link.items() if k.startswith(prefix)}
     settings = tiny.Settings(**values)  # a run the page trains (it would say "cannot be trained" otherwise)

@@ -4,7 +4,7 @@ The responses travel in the page's link only (check_pre, check_post: two charact
 reason's index or '-'), with the seed that draws the twins (check_seed); the server keeps nothing. The items, their
 keys and the gain are attention.lessons.inventory's.
 
-In a class poll room (ui/pages/poll.py) the same test is one question of kind "test", asked before the course and
+In a class poll room (ui/views/poll.py) the same test is one question of kind "test", asked before the course and
 after it: each phone sends its whole sheet, the room keeps it under the browser's anonymous token only, and the
 projector pairs the two tests by token and shows the room's gain (nothing for fewer than five pairs).
 """

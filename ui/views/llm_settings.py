@@ -1,6 +1,6 @@
 """The LLM pages' settings (KV cache, FlashAttention), registered with `ui.state` when `ui` is imported.
 
-Apart from ui/pages/llm.py, which imports pandas and altair: `import ui` reads these declarations, and only the LLM
+Apart from ui/views/llm.py, which imports pandas and altair: `import ui` reads these declarations, and only the LLM
 pages import their helper.
 """
 

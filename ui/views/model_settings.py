@@ -1,6 +1,6 @@
 """The Real model page's settings, registered with `ui.state` when `ui` is imported.
 
-Apart from ui/pages/model.py, which only the Real model page imports (so that no other page imports the model's
+Apart from ui/views/model.py, which only the Real model page imports (so that no other page imports the model's
 readers): `import ui` reads these declarations.
 """
 

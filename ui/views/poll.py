@@ -160,7 +160,7 @@ def _learner_question(code: str, browser: str) -> None:
     said = st.session_state.pop("poll:said", None)
     if said:
         st.warning(plain(said))
-    if q.kind == "test":  # the attention inventory: a whole sheet at once (ui/pages/inventory.py)
+    if q.kind == "test":  # the attention inventory: a whole sheet at once (ui/views/inventory.py)
         inventory.room_learner(code, q, mine, room.revealed, lambda v: _send(code, browser, q.id, v),
                                lambda qid: poll.store.mine(server.poll.normal_code(code), qid, browser))  # fmt: skip
         return
@@ -387,7 +387,7 @@ def _projector_split(code: str, key: str) -> None:
         return
     tally = poll.tally(code, q, room.revealed)
     st.markdown(f"**{plain(q.text)}**")
-    if q.kind == "test":  # the attention inventory: the sheets sent, then the room's gain (ui/pages/inventory.py)
+    if q.kind == "test":  # the attention inventory: the sheets sent, then the room's gain (ui/views/inventory.py)
         if not room.revealed:
             st.button("Close the test", key="poll:reveal", type="primary", icon=":material/lock:", on_click=_reveal,
                       args=(code, key))  # fmt: skip

@@ -1,6 +1,6 @@
 """What a class poll room can be asked: the demo's three questions on one sentence (answers computed by the
 package), and the course's questions at each lesson's own inputs, as `server.poll.PollQuestion`s (plain data). The
-projector's list of questions (ui/pages/poll.py) offers them; the inventory's tests are ui/pages/inventory.py's.
+projector's list of questions (ui/views/poll.py) offers them; the inventory's tests are ui/views/inventory.py's.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Watch it learn's settings, registered with `ui.state` when `ui` is imported.
 
 They are the tiny model's training settings (attention/models/tiny/settings.py) under the train_ prefix: its heads,
-seed and d_model are not the attention Config's. Apart from ui/pages/watch_it_learn.py, which imports pandas.
+seed and d_model are not the attention Config's. Apart from ui/views/watch_it_learn.py, which imports pandas.
 """
 
 from __future__ import annotations

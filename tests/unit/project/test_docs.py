@@ -3,7 +3,7 @@ docstrings of attention/, ui/, server/, pages/, scripts/, benchmarks/, harness/ 
 with ast, so nothing is imported.
 
 What counts as a pointer: a path that starts at one of the checkout's own folders or top-level files
-(`ui/pages/chat.py`, `tests/unit/`, `deploy/run.sh`, `pyproject.toml`), a Markdown link's target (relative to its
+(`ui/views/chat.py`, `tests/unit/`, `deploy/run.sh`, `pyproject.toml`), a Markdown link's target (relative to its
 page), and a dotted module name under one of the project's packages (`attention.models.smollm2`, `ui.state.RENAMED`:
 the module must exist and, when the last part is not a module, define that name). Not pointers: URLs, absolute
 paths, what a run writes (artifacts/, .venv/, benchmarks/results/<date>-...), and placeholders and patterns
@@ -177,11 +177,11 @@ def test_each_file_the_layout_names_beside_a_folder_is_in_it():
 
 def test_the_reader_finds_stale_pointers_and_skips_what_is_not_one(tmp_path):
     text = (
-        "See `ui/pages/chat.py`, ui/pages/no_such_page.py's helper, ./scripts/gone.py, [the guide](install.md#pip) and "
+        "See `ui/views/chat.py`, ui/views/no_such_page.py's helper, ./scripts/gone.py, [the guide](install.md#pip) and "
         "[gone](missing.md); `attention.models.smollm2`, attention.models.nothing_here and ui.state.no_such_name. "
         "Not pointers: https://example.com/ui/x.py, /usr/bin/chromium, artifacts/screenshots/x.png, "
-        "benchmarks/results/<today>-capacity.md, docs/course/*.md, ui/pages/NAME_settings.py, attention/models/..., "
+        "benchmarks/results/<today>-capacity.md, docs/course/*.md, ui/views/NAME_settings.py, attention/models/..., "
         "pages/{name}.py, test_pages.py, streamlit-server.log, `server.disconnectedSessionTTL`."
     )
-    stale = ["ui/pages/no_such_page.py", "scripts/gone.py", "missing.md", "attention.models.nothing_here"]
+    stale = ["ui/views/no_such_page.py", "scripts/gone.py", "missing.md", "attention.models.nothing_here"]
     assert sorted(pointers(text, ROOT / "docs")) == sorted([*stale, "ui.state.no_such_name"])

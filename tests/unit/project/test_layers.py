@@ -234,7 +234,7 @@ def test_a_sys_path_edit_is_seen(tmp_path):
 
 
 # What the shared `ui/` may know, and what lives in `server/` (issue 47). ui/state.py is the parameters' machinery:
-# it reads the registry the pages fill (ui/settings.py, ui/pages/) and imports no page's helper and no model, lesson
+# it reads the registry the pages fill (ui/settings.py, ui/views/) and imports no page's helper and no model, lesson
 # or LLM module of the package, only the declaration type. The shared helpers (ui/*.py) import no page helper
 # (ui/__init__.py re-exports the course's `lesson_link`). And ui/ keeps no process-wide state: no lock, thread,
 # weak or ordered cache, no server cache object (server.shared's `Shared`, `Turns`) made at import, no empty container
@@ -259,13 +259,13 @@ def test_ui_state_knows_no_page_and_no_model():
 
 
 def test_the_shared_ui_helpers_import_no_page_helper():
-    shared = [path for path in modules("ui") if "pages" not in path.relative_to(ROOT).parts[1:-1]]
+    shared = [path for path in modules("ui") if "views" not in path.relative_to(ROOT).parts[1:-1]]
     found = [
         f"{path.relative_to(ROOT)} imports {name}"
         for path in shared
         if path.name != "__init__.py"
         for name in imports(path)
-        if name.startswith("ui.pages")
+        if name.startswith("ui.views")
     ]
     assert not found, found
 
@@ -328,16 +328,16 @@ def test_the_ui_rules_see_a_planted_violation(tmp_path):
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:
-        (tmp_path / "ui" / "pages").mkdir(parents=True)
+        (tmp_path / "ui" / "views").mkdir(parents=True)
         (tmp_path / "ui" / "__init__.py").write_text("")
-        (tmp_path / "ui" / "pages" / "__init__.py").write_text("")
-        (tmp_path / "ui" / "pages" / "chat.py").write_text("")
+        (tmp_path / "ui" / "views" / "__init__.py").write_text("")
+        (tmp_path / "ui" / "views" / "chat.py").write_text("")
         state = tmp_path / "ui" / "state.py"
         state.write_text("from attention.basics.params import Param\nfrom attention.models import tiny\n"
-                         "from ui.pages import chat\n")  # fmt: skip
+                         "from ui.views import chat\n")  # fmt: skip
         with pytest.raises(AssertionError, match="attention.models"):
             test_ui_state_knows_no_page_and_no_model()
-        with pytest.raises(AssertionError, match="ui/state.py imports ui.pages.chat"):
+        with pytest.raises(AssertionError, match="ui/state.py imports ui.views.chat"):
             test_the_shared_ui_helpers_import_no_page_helper()
         state.write_text(
             "import threading\nfrom collections import OrderedDict\nimport streamlit as st\n"

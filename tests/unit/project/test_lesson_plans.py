@@ -1,4 +1,4 @@
-"""The printable lesson plans in docs/course/ are the ones scripts/lesson_plans.py writes from ui/pages/course/."""
+"""The printable lesson plans in docs/course/ are the ones scripts/lesson_plans.py writes from ui/views/course/."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_the_short_route_fits_fifty_minutes_and_the_plans_link_it():
     """The short route (attention.lessons.course.SHORT_ROUTE) is lessons of the course, in its order, within 50 minutes
     with time to open and close; the plans' README marks them and links the 50-minute plan."""
     from attention.lessons.course import SHORT_ROUTE
-    from ui.pages import course
+    from ui.views import course
 
     ids = [lesson.id for lesson in course.LESSONS]
     route = [course.BY_ID[i] for i in SHORT_ROUTE]

@@ -16,9 +16,9 @@ import torch
 
 import server.budget as server_budget
 import ui
-import ui.pages.chat  # noqa: F401  (registers its evictor)
-import ui.pages.model  # noqa: F401  (registers its evictor)
-import ui.pages.watch_it_learn  # noqa: F401  (imports server.training, which registers its evictor)
+import ui.views.chat  # noqa: F401  (registers its evictor)
+import ui.views.model  # noqa: F401  (registers its evictor)
+import ui.views.watch_it_learn  # noqa: F401  (imports server.training, which registers its evictor)
 from attention import Config, compute
 from attention.basics import sizes as budget  # the sizes module; issue 47 renames the uses in this file next
 from attention.lessons import compare, pitfalls
@@ -183,10 +183,10 @@ def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
 
 
 def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ui.results, ui.pages.model and ui.pages.chat register their caches (server_budget.evictor): a toy run short of
+    """ui.results, ui.views.model and ui.views.chat register their caches (server_budget.evictor): a toy run short of
     memory lets go of what the model pages keep, and they of its."""
     names = {f.__module__ + "." + f.__qualname__ for f in server_budget.SERVER.evictors}
-    assert {"ui.pages.model._free_cached", "ui.pages.chat._free_cached", "server.training._let_go",
+    assert {"ui.views.model._free_cached", "ui.views.chat._free_cached", "server.training._let_go",
             "server.chat.release_packing"} <= names  # fmt: skip
     fresh = Admission(100)
     monkeypatch.setattr(server_budget, "SERVER", fresh)

@@ -10,7 +10,7 @@ from attention.models import tiny
 from server import budget, sessions
 from server.scrub import ScrubCache
 from server.training import Service
-from ui.pages import watch_it_learn
+from ui.views import watch_it_learn
 
 
 def tensor(kb: int) -> torch.Tensor:
@@ -57,7 +57,7 @@ def test_what_only_the_visitors_who_left_drew_goes_with_them() -> None:
 def test_scrubbing_a_whole_run_stays_within_the_bound_and_a_sweep_releases_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The page's own cache (`ui.pages.watch_it_learn.layer_result` through the service's scrub cache): scrubbing every
+    """The page's own cache (`ui.views.watch_it_learn.layer_result` through the service's scrub cache): scrubbing every
     snapshot of a run keeps at most the cache's bound, and the visitor's leaving gives
     the bytes back to the server's budget."""
     settings = tiny.Settings(layers=1, heads=2, d_model=16, steps=6, every=1, length=24)

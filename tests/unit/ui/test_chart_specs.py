@@ -7,7 +7,7 @@ import torch
 
 from attention.models import interpret
 from ui import charts
-from ui.pages import chat
+from ui.views import chat
 
 
 class Recorder:

@@ -131,7 +131,7 @@ def test_given_biases_are_used_and_checked() -> None:
 
 
 def test_every_page_registers_its_own_settings_and_state_names_none() -> None:
-    """ui/state.py holds no page's settings: each page registers its own (ui/settings.py for the toy pages, ui/pages/
+    """ui/state.py holds no page's settings: each page registers its own (ui/settings.py for the toy pages, ui/views/
     for the others), every parameter has one owner, and `import ui` has filled the registry."""
     from ui import state
 

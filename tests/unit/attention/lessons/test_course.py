@@ -92,7 +92,7 @@ def forward(ids):
 @pytest.fixture(autouse=True)
 def runs_once(monkeypatch):
     """The models run once an input for the whole module (the package's runners re-run them on every answer, as a
-    notebook would; a server passes its kept runs in the inputs, ui/pages/course/)."""
+    notebook would; a server passes its kept runs in the inputs, ui/views/course/)."""
     monkeypatch.setattr(course.question, "DEFAULT_RUNNERS", {"smollm2": forward, "tiny": trained})
 
 

@@ -412,7 +412,7 @@ def test_import_loads_nothing_and_the_model_loads_once_offline_without_transform
 
 @pytest.mark.parametrize("tokens", [1, 8, 64])
 def test_run_bytes_bounds_what_a_run_holds_before_it_is_made(model: smollm2.Model, tokens: int) -> None:
-    """ui/pages/chat.py admits a run against the server's memory budget for run_bytes before running it: never less than
+    """ui/views/chat.py admits a run against the server's memory budget for run_bytes before running it: never less than
     what the Run it returns holds (its tensors and its cache), for a prompt and for a generation step after it."""
     from attention.basics.sizes import held_bytes
 
