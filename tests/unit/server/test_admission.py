@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-import server.budget as server_budget
+from server import budget
 from server.budget import MB, Admission, Refused, Shortage
 
 MIB = 2**20
@@ -207,10 +207,10 @@ def test_the_words_name_the_ceiling_what_the_process_holds_and_what_the_run_need
                          ceiling=578 * MB, limit=690 * MIB, ahead=0)  # fmt: skip
     assert "holds 500 MB, runs computing now may take 40 MB more," in computing.reason()
     assert "needs 55 MB, which would pass that by 17 MB" in computing.reason()
-    budget = Shortage(need=55 * MB, used=180 * MB, capacity=200 * MB, memory=None, computing=0, ceiling=None,
+    over_budget = Shortage(need=55 * MB, used=180 * MB, capacity=200 * MB, memory=None, computing=0, ceiling=None,
                       limit=None, ahead=0)  # fmt: skip
-    assert "hold 180 MB of the 200 MB" in budget.reason() and "needs 55 MB" in budget.reason()
-    words = server_budget.waiting_words(12.4, 120, shortage)
+    assert "hold 180 MB of the 200 MB" in over_budget.reason() and "needs 55 MB" in over_budget.reason()
+    words = budget.waiting_words(12.4, 120, shortage)
     assert "12 s so far, at most 108 s more" in words and "holds 548 MB" in words
 
 
@@ -252,7 +252,7 @@ def test_a_refusal_says_the_real_limit_with_its_numbers_and_is_logged(caplog: py
     b.finish(held, keep=59 * MB)
     memory[0] = 548 * MB
     with caplog.at_level(logging.WARNING, logger="server.budget"), pytest.raises(Refused) as refused:
-        server_budget.admit(55 * MB, budget=b, wait_s=0.3, advice="or in a minute")
+        budget.admit(55 * MB, budget=b, wait_s=0.3, advice="or in a minute")
     words = str(refused.value)
     assert "holds 548 MB" in words and "up to 578 MB" in words and "needs 55 MB" in words
     assert "waited 0 s: try again in a moment, or in a minute" in words

@@ -14,15 +14,15 @@ import time
 import pytest
 import torch
 
-import server.budget as server_budget
 import ui
 import ui.views.chat  # noqa: F401  (registers its evictor)
 import ui.views.model  # noqa: F401  (registers its evictor)
 import ui.views.watch_it_learn  # noqa: F401  (imports server.training, which registers its evictor)
 from attention import Config, compute
-from attention.basics import sizes as budget  # the sizes module; issue 47 renames the uses in this file next
+from attention.basics import sizes
 from attention.lessons import compare, pitfalls
-from harness import charts as chart_reader
+from harness import charts
+from server import budget
 from server.budget import Admission, Refused
 
 WORDS = " ".join(f"w{i}" for i in range(1, 161))
@@ -53,36 +53,36 @@ def configs():
 
 def test_result_bytes_bounds_the_real_storages_and_is_close_to_them() -> None:
     for config in configs():
-        real = budget.held_bytes(compute(config))
-        estimate = budget.result_bytes(config)
-        assert real <= estimate <= real + budget.OVERHEAD + 2 * 37 * 37 + 0.02 * real, (real, estimate, config)
-        assert budget.compute_bytes(config) > estimate
+        real = sizes.held_bytes(compute(config))
+        estimate = sizes.result_bytes(config)
+        assert real <= estimate <= real + sizes.OVERHEAD + 2 * 37 * 37 + 0.02 * real, (real, estimate, config)
+        assert sizes.compute_bytes(config) > estimate
 
 
 @pytest.mark.parametrize("position", ["rope", "alibi"])
 def test_at_the_largest_size_the_estimate_is_within_a_percent(position: str) -> None:
     config = Config(sentence=words(512), heads=16, d_model=256, d_k=256, d_v=256, position=position, mask="causal",
                     dropout=0.5)  # fmt: skip
-    real = budget.held_bytes(compute(config))
+    real = sizes.held_bytes(compute(config))
     assert real > 140e6  # the six (16, 512, 512) matrices and the (16, 512, 256) vectors
-    assert real <= budget.result_bytes(config) <= 1.01 * real
+    assert real <= sizes.result_bytes(config) <= 1.01 * real
 
 
 def test_score_matrices_counts_only_the_copies_compute_makes() -> None:
     plain = Config(sentence="a b c", mask="none", dropout=0.0, scale="none")
-    assert budget.score_matrices(plain) == 2  # omega is the scaled and the masked scores, weights the dropped
+    assert sizes.score_matrices(plain) == 2  # omega is the scaled and the masked scores, weights the dropped
     result = compute(plain)
     assert result.scaled is result.omega and result.masked is result.omega and result.dropped_weights is result.weights
     heavy = plain.replace(mask="causal", dropout=0.1, scale="sqrt", position="alibi")
-    assert budget.score_matrices(heavy) == 6
+    assert sizes.score_matrices(heavy) == 6
 
 
 def test_keep_copies_a_slice_so_the_result_can_go() -> None:
     result = compute(Config(sentence=WORDS, heads=4))
     row = result.weights[1, -1]  # a view: it holds the whole (4, 160, 160) matrix
-    assert budget.held_bytes(row) == result.weights.numel() * 4
-    kept = budget.keep({"row": row, "pair": (row, 3)})
-    assert budget.held_bytes(kept) == 2 * 160 * 4  # each copy its own 160 numbers
+    assert sizes.held_bytes(row) == result.weights.numel() * 4
+    kept = sizes.keep({"row": row, "pair": (row, 3)})
+    assert sizes.held_bytes(kept) == 2 * 160 * 4  # each copy its own 160 numbers
     torch.testing.assert_close(kept["row"], row)
     assert kept["pair"][1] == 3
 
@@ -90,14 +90,14 @@ def test_keep_copies_a_slice_so_the_result_can_go() -> None:
 def test_one_head_is_the_results_head_and_diff_reads_it() -> None:
     a = compute(Config(sentence="Life is short, eat dessert first", heads=4, seed=1))
     b = compute(Config(sentence="Life is short, eat dessert first", heads=2, seed=2, mask="causal"))
-    va, vb = budget.one_head(a, 3), budget.one_head(b, 1)
+    va, vb = sizes.one_head(a, 3), sizes.one_head(b, 1)
     for name in ("omega", "weights", "dropped_weights", "context"):
         torch.testing.assert_close(getattr(va, name)[0], getattr(a, name)[3])
     assert (va.heads, va.head, vb.d_v) == (4, 3, b.d_v)
     whole, viewed = compare.diff(a, b, 3, 1), compare.diff(va, vb)
     assert whole.summary(list(a.tokens), list(a.key_tokens)) == viewed.summary(list(a.tokens), list(a.key_tokens))
     torch.testing.assert_close(whole.weights, viewed.weights)
-    assert budget.held_bytes(va) < budget.held_bytes(a) / 3
+    assert sizes.held_bytes(va) < sizes.held_bytes(a) / 3
 
 
 # --------------------------------------------------------------------------- the byte semaphore
@@ -173,23 +173,23 @@ def test_under_a_ceiling_a_run_waits_for_the_real_memory_to_go_down() -> None:
 def test_the_ceiling_is_the_cgroup_limit_less_a_reserve(tmp_path) -> None:
     limit = tmp_path / "memory.limit_in_bytes"
     limit.write_text("723517440\n")  # 690 MiB
-    assert server_budget.memory_limit([str(tmp_path / "missing"), str(limit)]) == 723517440
-    assert server_budget.ceiling_for(723517440) == int(0.94 * 723517440)
-    assert server_budget.ceiling_for(723517440, "100") == 723517440 - 100 * server_budget.MB
-    assert server_budget.ceiling_for(None) is None  # a laptop: the byte budget alone
+    assert budget.memory_limit([str(tmp_path / "missing"), str(limit)]) == 723517440
+    assert budget.ceiling_for(723517440) == int(0.94 * 723517440)
+    assert budget.ceiling_for(723517440, "100") == 723517440 - 100 * budget.MB
+    assert budget.ceiling_for(None) is None  # a laptop: the byte budget alone
     status = tmp_path / "status"
     status.write_text("VmRSS:\t  500000 kB\nRssAnon:\t  300000 kB\nRssFile:\t  200000 kB\n")
-    assert server_budget.anonymous_bytes(str(status)) == 300000 * 1024
+    assert budget.anonymous_bytes(str(status)) == 300000 * 1024
 
 
 def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
-    """ui.results, ui.views.model and ui.views.chat register their caches (server_budget.evictor): a toy run short of
+    """ui.results, ui.views.model and ui.views.chat register their caches (budget.evictor): a toy run short of
     memory lets go of what the model pages keep, and they of its."""
-    names = {f.__module__ + "." + f.__qualname__ for f in server_budget.SERVER.evictors}
+    names = {f.__module__ + "." + f.__qualname__ for f in budget.SERVER.evictors}
     assert {"ui.views.model._free_cached", "ui.views.chat._free_cached", "server.training._let_go",
             "server.chat.release_packing"} <= names  # fmt: skip
     fresh = Admission(100)
-    monkeypatch.setattr(server_budget, "SERVER", fresh)
+    monkeypatch.setattr(budget, "SERVER", fresh)
 
     class Kept:
         pass
@@ -198,7 +198,7 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
     assert fresh.try_acquire(80)
     fresh.hold(cache[0], 80)
     fresh.evictors.append(cache.clear)
-    assert server_budget.admit(50)  # only by the registered evictor
+    assert budget.admit(50)  # only by the registered evictor
     assert fresh.used == 50 and cache == []
 
 
@@ -208,9 +208,9 @@ def test_a_run_that_does_not_fit_asks_every_registered_cache_to_let_go(monkeypat
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
     """A fresh server budget of 200 MB and empty result caches, so that the counts below are this test's."""
-    fresh = Admission(200 * server_budget.MB)
-    fresh.evictors = list(server_budget.SERVER.evictors)
-    monkeypatch.setattr(server_budget, "SERVER", fresh)
+    fresh = Admission(200 * budget.MB)
+    fresh.evictors = list(budget.SERVER.evictors)
+    monkeypatch.setattr(budget, "SERVER", fresh)
     ui.results._cached_large.clear()
     gc.collect()
     yield fresh
@@ -220,13 +220,13 @@ def server(monkeypatch: pytest.MonkeyPatch):
 
 def test_a_large_result_holds_its_bytes_while_anything_holds_it(server: Admission) -> None:
     config = Config(sentence=WORDS, heads=4, seed=7)
-    assert budget.result_bytes(config) > ui.results.SMALL_RESULT_BYTES
+    assert sizes.result_bytes(config) > ui.results.SMALL_RESULT_BYTES
     result = ui.compute(config)
-    assert server.used == budget.result_bytes(config)
-    assert server.peak == budget.compute_bytes(config)  # the temporaries were admitted too, then given back
+    assert server.used == sizes.result_bytes(config)
+    assert server.peak == sizes.compute_bytes(config)  # the temporaries were admitted too, then given back
     ui.results._cached_large.clear()
     assert ui.compute(config) is result  # a session still holds it: shared, not computed again
-    assert server.used == budget.result_bytes(config)
+    assert server.used == sizes.result_bytes(config)
     ui.results._cached_large.clear()
     del result
     gc.collect()
@@ -234,14 +234,14 @@ def test_a_large_result_holds_its_bytes_while_anything_holds_it(server: Admissio
 
 
 def test_a_run_is_sized_once_on_the_way_to_its_result(server: Admission, monkeypatch) -> None:
-    """ui.compute sizes the config once (`budget.size`): the budget admits its peak and holds its Result's bytes by
+    """ui.compute sizes the config once (`sizes.size`): the budget admits its peak and holds its Result's bytes by
     that one size, which it is handed, rather than sizing the config again."""
     config = Config(sentence=WORDS, heads=4, seed=12)
-    sized, result_bytes = [], budget.result_bytes
-    monkeypatch.setattr(budget, "result_bytes", lambda c: sized.append(c) or result_bytes(c))
+    sized, result_bytes = [], sizes.result_bytes
+    monkeypatch.setattr(sizes, "result_bytes", lambda c: sized.append(c) or result_bytes(c))
     result = ui.compute(config)
     assert sized == [config]
-    size = budget.size(config)
+    size = sizes.size(config)
     assert size.held > ui.results.SMALL_RESULT_BYTES and size.peak > size.held
     assert (server.used, server.peak) == (size.held, size.peak)
     del result
@@ -252,20 +252,18 @@ def test_a_script_run_counts_its_drawing_until_its_page_is_drawn(server: Admissi
     DRAW, until the run says its page is drawn (dashboard.py); the same run asking for another admission first
     lets go of its own drawing (it is in the memory by then), so it never waits for itself."""
     run = ["session-1"]
-    monkeypatch.setattr(server_budget, "_script_run", lambda: run[0])
+    monkeypatch.setattr(budget, "_script_run", lambda: run[0])
     first, second = Config(sentence=WORDS, heads=4, seed=21), Config(sentence=WORDS, heads=2, seed=22)
     a = ui.compute(first)
-    assert server.drawing == min(budget.result_bytes(first), server_budget.DRAW) > 0
+    assert server.drawing == min(sizes.result_bytes(first), budget.DRAW) > 0
     b = ui.compute(second)  # admitted with the first one's drawing let go, then counts its own
-    assert server.drawing == min(budget.result_bytes(second), server_budget.DRAW)
+    assert server.drawing == min(sizes.result_bytes(second), budget.DRAW)
     run[0] = "session-2"
     assert ui.compute(first) is a  # shared with another session: that page draws it too
-    assert server.drawing == min(budget.result_bytes(second), server_budget.DRAW) + min(
-        budget.result_bytes(first), server_budget.DRAW
-    )
-    server_budget.drawn()
+    assert server.drawing == min(sizes.result_bytes(second), budget.DRAW) + min(sizes.result_bytes(first), budget.DRAW)
+    budget.drawn()
     run[0] = "session-1"
-    server_budget.drawn()
+    budget.drawn()
     assert server.drawing == 0
     run[0] = None  # outside a script run (a download made, a test): nothing is drawn
     ui.results._cached_large.clear()
@@ -276,7 +274,7 @@ def test_a_script_run_counts_its_drawing_until_its_page_is_drawn(server: Admissi
 
 
 def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: Admission, monkeypatch) -> None:
-    monkeypatch.setattr(server_budget, "WAIT_S", 0.3)
+    monkeypatch.setattr(budget, "WAIT_S", 0.3)
     assert server.try_acquire(server.capacity - 10**6)  # another visitor's run holds all but 1 MB
     with pytest.raises(Refused, match="try again in a moment, or a smaller size"):
         ui.compute(Config(sentence=WORDS, heads=4, seed=8))
@@ -284,7 +282,7 @@ def test_a_run_that_cannot_be_admitted_in_time_is_told_to_try_again(server: Admi
 
 
 def test_a_run_larger_than_the_budget_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_budget, "SERVER", Admission(10**6))
+    monkeypatch.setattr(budget, "SERVER", Admission(10**6))
     with pytest.raises(Refused, match="more than the 1 MB this server gives"):
         ui.compute(Config(sentence=WORDS, heads=4, seed=9))
 
@@ -293,11 +291,11 @@ def test_a_waiting_run_takes_the_result_another_session_made(server: Admission) 
     config = Config(sentence=WORDS, heads=4, seed=10)
     assert server.try_acquire(server.capacity)  # full: the run below waits
     got: list = []
-    waiter = threading.Thread(target=lambda: got.append(server_budget.compute(config, ui.results._cached_large)))
+    waiter = threading.Thread(target=lambda: got.append(budget.compute(config, ui.results._cached_large)))
     waiter.start()
     time.sleep(0.3)
     made = compute(config)
-    server_budget._LIVE[repr(config)] = made  # as if another session's run had just made it
+    budget._LIVE[repr(config)] = made  # as if another session's run had just made it
     waiter.join(5)
     assert got == [made]
     server.release(server.capacity)
@@ -311,11 +309,11 @@ PAGE_SIZES = {"sentence": WORDS, "heads": "4", "d_model": "64", "d_k": "64", "d_
 
 def one_result_budget(*configs: Config) -> Admission:
     """A budget that admits the largest of these computations, and never two of their Results at once."""
-    need = max(budget.compute_bytes(c) for c in configs)
-    smallest = min(budget.result_bytes(c) for c in configs)
+    need = max(sizes.compute_bytes(c) for c in configs)
+    smallest = min(sizes.result_bytes(c) for c in configs)
     assert need < 2 * smallest  # so the budget below cannot hold two Results
     one = Admission(need + smallest // 2)
-    one.evictors = list(server_budget.SERVER.evictors)  # the caches let go of their Results when a run needs the room
+    one.evictors = list(budget.SERVER.evictors)  # the caches let go of their Results when a run needs the room
     return one
 
 
@@ -330,17 +328,17 @@ def one_result_budget(*configs: Config) -> Admission:
 def test_pages_that_draw_several_results_hold_one_at_a_time(page, params, variants, monkeypatch, server) -> None:
     base = Config(sentence=WORDS, heads=4, d_model=64, d_k=64, d_v=64)
     one = one_result_budget(*(base.replace(**v) for v in variants))
-    monkeypatch.setattr(server_budget, "SERVER", one)
-    monkeypatch.setattr(server_budget, "WAIT_S", 3.0)  # a page that needed two at once would be refused
-    at = chart_reader.open_page(page, **PAGE_SIZES, **params)
+    monkeypatch.setattr(budget, "SERVER", one)
+    monkeypatch.setattr(budget, "WAIT_S", 3.0)  # a page that needed two at once would be refused
+    at = charts.open_page(page, **PAGE_SIZES, **params)
     assert not at.error, [e.value for e in at.error]
-    assert one.peak <= one.capacity and one.peak > budget.result_bytes(base)  # large results were admitted
-    assert chart_reader.heatmaps(at)  # and drawn
+    assert one.peak <= one.capacity and one.peak > sizes.result_bytes(base)  # large results were admitted
+    assert charts.heatmaps(at)  # and drawn
 
 
 def test_a_page_refused_by_the_budget_says_why_and_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_budget, "SERVER", Admission(10**6))
-    at = chart_reader.open_page("position", sentence=WORDS, heads="4", d_model="64", d_k="64", d_v="64")
+    monkeypatch.setattr(budget, "SERVER", Admission(10**6))
+    at = charts.open_page("position", sentence=WORDS, heads="4", d_model="64", d_k="64", d_v="64")
     errors = [e.value for e in at.error]
     assert errors and "more than the 1 MB this server gives" in errors[0] and "fewer tokens" in errors[0]
 
@@ -348,12 +346,12 @@ def test_a_page_refused_by_the_budget_says_why_and_what_to_do(monkeypatch: pytes
 def test_a_page_refused_by_the_memory_ceiling_names_it_with_its_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a 690 MiB limit, with the process above what its ceiling leaves for the run, the page's own sentence
     names the ceiling, what the process holds and what the run needs, never "other visitors' large runs"."""
-    limited = Admission(200 * server_budget.MB, ceiling=578 * server_budget.MB, memory=lambda: 577 * server_budget.MB,
+    limited = Admission(200 * budget.MB, ceiling=578 * budget.MB, memory=lambda: 577 * budget.MB,
                         limit=690 * 2**20)  # fmt: skip
-    monkeypatch.setattr(server_budget, "SERVER", limited)
-    monkeypatch.setattr(server_budget, "WAIT_S", 0.5)
+    monkeypatch.setattr(budget, "SERVER", limited)
+    monkeypatch.setattr(budget, "WAIT_S", 0.5)
     ui.results._cached_large.clear()
-    at = chart_reader.open_page("position", **PAGE_SIZES)
+    at = charts.open_page("position", **PAGE_SIZES)
     errors = [e.value for e in at.error]
     assert errors, [w.value for w in at.warning]
     assert "cannot be computed: the server process holds 577 MB" in errors[0]
@@ -368,8 +366,8 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
     for one Result: each waits its turn and none is refused (a waiter that let go of the cache only once waited
     out WAIT_S while another run's result went back into the cache)."""
     base = Config(sentence=WORDS, heads=4, d_model=64, d_k=64, d_v=64, position="rope")
-    monkeypatch.setattr(server_budget, "SERVER", one_result_budget(base, base.replace(position="alibi")))
-    monkeypatch.setattr(server_budget, "WAIT_S", 20.0)
+    monkeypatch.setattr(budget, "SERVER", one_result_budget(base, base.replace(position="alibi")))
+    monkeypatch.setattr(budget, "WAIT_S", 20.0)
     ui.results._cached_large.clear()
     errors: list[BaseException] = []
 
@@ -386,7 +384,7 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
     def compare() -> None:
         try:
             for seed in (6, 7):
-                ui.results.kept(base.replace(seed=seed), lambda r: budget.one_head(r, 0))
+                ui.results.kept(base.replace(seed=seed), lambda r: sizes.one_head(r, 0))
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -398,14 +396,14 @@ def test_runs_in_threads_under_a_budget_of_one_result_all_finish(monkeypatch: py
     assert not any(t.is_alive() for t in threads) and errors == []
     ui.results._cached_large.clear()
     gc.collect()
-    assert server_budget.SERVER.used == 0
+    assert budget.SERVER.used == 0
 
 
 def test_the_pitfalls_fit_their_estimate_and_hold_what_they_keep(server: Admission) -> None:
     config = Config(sentence=words(64), heads=4, d_model=64, d_k=64, d_v=64, mask="causal")
     need = pitfalls.pitfalls_bytes(config)
     versions = ui.results.run_or_stop("The pitfalls", need, lambda: pitfalls.pitfalls(config), holder=lambda v: v[0])
-    kept = budget.held_bytes(versions)
+    kept = sizes.held_bytes(versions)
     assert 0 < kept <= need and server.peak == need and server.used == kept
     del versions
     gc.collect()
@@ -419,7 +417,7 @@ def test_every_setting_the_controls_allow_fits_the_budget_alone() -> None:
     assert top["heads"] == 16 and top["d_model"] == 256
     text = words(int(ui.PARAMS["token"].hi) + 1)
     largest = max(
-        budget.compute_bytes(
+        sizes.compute_bytes(
             Config(
                 sentence=text,
                 cross_sentence=cross,
@@ -434,7 +432,7 @@ def test_every_setting_the_controls_allow_fits_the_budget_alone() -> None:
         for p in ("none", "rope", "alibi", "learned", "sinusoidal")
         for cross in (None, text)
     )
-    assert 150e6 < largest <= server_budget.BUDGET_MB * server_budget.MB, largest / 1e6
+    assert 150e6 < largest <= budget.BUDGET_MB * budget.MB, largest / 1e6
 
 
 def test_the_housekeeping_thread_runs_every_chore_and_a_failing_one_stops_none(
@@ -444,7 +442,7 @@ def test_the_housekeeping_thread_runs_every_chore_and_a_failing_one_stops_none(
     let go when idle, server/chat.py), every few seconds; a chore that raises is logged, the others still run."""
     import server
 
-    assert "server.chat.release_idle_packing" in {f.__module__ + "." + f.__qualname__ for f in server_budget.CHORES}
+    assert "server.chat.release_idle_packing" in {f.__module__ + "." + f.__qualname__ for f in budget.CHORES}
     ran: list[str] = []
     done = threading.Event()
 
@@ -456,8 +454,8 @@ def test_the_housekeeping_thread_runs_every_chore_and_a_failing_one_stops_none(
         ran.append("counted")
         done.set()
 
-    monkeypatch.setattr(server_budget, "CHORES", [broken, counted])
-    monkeypatch.setattr(server_budget, "trim_heaps", lambda: None)
+    monkeypatch.setattr(budget, "CHORES", [broken, counted])
+    monkeypatch.setattr(budget, "trim_heaps", lambda: None)
     stop = threading.Event()
     server._trim_heaps(every_s=0.01, stop=stop)
     try:

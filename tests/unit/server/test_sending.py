@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from server import budget as server_budget
-from server import sending
+from server import budget, sending
 from server.budget import MB, Admission
 
 
@@ -50,10 +49,10 @@ def test_a_drawing_counts_until_the_sessions_messages_are_sent(monkeypatch) -> N
     the session's next run counts a drawing of its own, which that sending does not let go of."""
     b = Admission(1000 * MB, ceiling=1000 * MB, memory=lambda: 0)
     waiting: list = []
-    monkeypatch.setattr(server_budget, "_script_run", lambda: "s1")
+    monkeypatch.setattr(budget, "_script_run", lambda: "s1")
     monkeypatch.setattr(sending, "when_sent", lambda session, fn: waiting.append((session, fn)))
     b.draw("s1", 40 * MB)
-    server_budget.drawn(b)  # the run ended: its messages are on their way
+    budget.drawn(b)  # the run ended: its messages are on their way
     assert b.drawing == 40 * MB and [s for s, _ in waiting] == ["s1"]
     b.draw("s1", 30 * MB)  # the session's next run draws
     assert b.drawing == 70 * MB
