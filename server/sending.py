@@ -109,11 +109,11 @@ def install() -> bool:
         if _INSTALLED:
             return _INSTALLED[0]
         try:
-            from streamlit.web.server.starlette import starlette_websocket as ws
+            from streamlit.web.server.starlette import starlette_websocket
         except ImportError:
             _INSTALLED.append(False)
             return False
-        client = getattr(ws, "StarletteSessionClient", None)
+        client = getattr(starlette_websocket, "StarletteSessionClient", None)
         if client is None or not hasattr(client, "aclose"):
             _INSTALLED.append(False)
             return False
