@@ -21,7 +21,18 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 _LOCK = threading.Lock()  # the callbacks are added from script threads and called on the event loop
-_QUEUED = [0]  # bytes every session's queue holds now (benchmarks, tests)
+
+
+class _Counts:
+    """The process's own: the bytes every session's send queue holds now (benchmarks, tests), and whether the
+    queues are counted (None until `install` is first called)."""
+
+    def __init__(self) -> None:
+        self.queued = 0
+        self.installed: bool | None = None
+
+
+COUNTS = _Counts()
 
 
 class _CountedQueue(asyncio.Queue):
@@ -37,13 +48,13 @@ class _CountedQueue(asyncio.Queue):
         super().put_nowait(item)
         with _LOCK:
             self.bytes += len(item)
-            _QUEUED[0] += len(item)
+            COUNTS.queued += len(item)
 
     def get_nowait(self) -> Any:
         item = super().get_nowait()  # asyncio.Queue.get() ends here too
         with _LOCK:
             self.bytes -= len(item)
-            _QUEUED[0] -= len(item)
+            COUNTS.queued -= len(item)
             done, self.waiting = (self.waiting, []) if self.empty() else ([], self.waiting)
         _call(done)
         return item
@@ -58,7 +69,7 @@ class _CountedQueue(asyncio.Queue):
         """The websocket closed: nothing more is sent; what waited for it goes on now."""
         with _LOCK:
             done, self.waiting = self.waiting, []
-            _QUEUED[0] -= self.bytes
+            COUNTS.queued -= self.bytes
             self.bytes = 0
         _call(done)
 
@@ -73,7 +84,7 @@ def _call(fns: list[Callable[[], None]]) -> None:
 
 def queued_bytes() -> int:
     """The bytes every session's send queue holds now."""
-    return _QUEUED[0]
+    return COUNTS.queued
 
 
 def _queue_of(session_id: str) -> _CountedQueue | None:
@@ -99,38 +110,36 @@ def when_sent(session_id: str, fn: Callable[[], None]) -> None:
         queue.when_sent(fn)
 
 
-_INSTALLED: list[bool] = []
-
-
 def install() -> bool:
     """Count every websocket's send queue from now on (once a process). False where Streamlit's server is not the
     Starlette one this knows."""
     with _LOCK:
-        if _INSTALLED:
-            return _INSTALLED[0]
+        if COUNTS.installed is None:
+            COUNTS.installed = _install()
+        return COUNTS.installed
+
+
+def _install() -> bool:
+    try:
+        from streamlit.web.server.starlette import starlette_websocket
+    except ImportError:
+        return False
+    client = getattr(starlette_websocket, "StarletteSessionClient", None)
+    if client is None or not hasattr(client, "aclose"):
+        return False
+    init, aclose = client.__init__, client.aclose
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        # the sender task looks the queue up at each message, and starts once the event loop runs again
+        self._send_queue = _CountedQueue(self._send_queue.maxsize)
+
+    async def close(self: Any) -> None:
         try:
-            from streamlit.web.server.starlette import starlette_websocket
-        except ImportError:
-            _INSTALLED.append(False)
-            return False
-        client = getattr(starlette_websocket, "StarletteSessionClient", None)
-        if client is None or not hasattr(client, "aclose"):
-            _INSTALLED.append(False)
-            return False
-        init, aclose = client.__init__, client.aclose
+            await aclose(self)
+        finally:
+            if isinstance(getattr(self, "_send_queue", None), _CountedQueue):
+                self._send_queue.drop()
 
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            init(self, *args, **kwargs)
-            # the sender task looks the queue up at each message, and starts once the event loop runs again
-            self._send_queue = _CountedQueue(self._send_queue.maxsize)
-
-        async def close(self: Any) -> None:
-            try:
-                await aclose(self)
-            finally:
-                if isinstance(getattr(self, "_send_queue", None), _CountedQueue):
-                    self._send_queue.drop()
-
-        client.__init__, client.aclose = __init__, close
-        _INSTALLED.append(True)
-        return True
+    client.__init__, client.aclose = __init__, close
+    return True

@@ -138,10 +138,11 @@ SHARED = [
 # a `python -m` entry point runs as a program of its own, never imported by the server: it may set torch's threads
 SHARED = [p for p in SHARED if p.name != "__main__.py"]
 # Tables filled at import and then only read, the same for every session: ui/state.py's settings registry (the page
-# helpers' `register`; ui/views/__init__.py imports them all before any session reads a link) and server/budget.py's
-# housekeeping chores (`budget.chore`, a decorator, as the evictors are)
+# helpers' `register`; ui/views/__init__.py imports them all before any session reads a link), server/budget.py's
+# housekeeping chores (`budget.chore`, a decorator, as the evictors are) and server/warmup.py's chores after the
+# warm-up's imports (`warmup.after_warm`, a decorator too)
 REGISTRY = {("ui", "state.py", "PARAMS"), ("ui", "state.py", "OWNERS"), ("ui", "state.py", "RENAMED"),
-            ("server", "budget.py", "CHORES")}  # fmt: skip
+            ("server", "budget.py", "CHORES"), ("server", "warmup.py", "AFTER")}  # fmt: skip
 SCRIPTS = [ROOT / "dashboard.py", *sorted((ROOT / "pages").glob("*.py"))]  # run afresh for every session
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "add", "discard",
             "remove", "__setitem__", "__delitem__"}  # fmt: skip
