@@ -68,7 +68,7 @@ from .memory import trim_heaps as trim_heaps
 
 BUDGET_MB = 200  # the whole server's large results, computed and held, together (README, "Memory")
 # What a page may allocate while it draws a finished run, beyond the run (payloads, tables, Streamlit's messages),
-# counted under the ceiling until its script run ends: up to the bytes the run keeps, at most this many MB
+# counted under the ceiling until the browser has its messages: up to the bytes the run keeps, at most this many MB
 # ($ATTENTION_LAB_DRAW_MB). The heaviest links drew 15-46 MB each (benchmarks/results/2026-11-28-chat-crowd.md).
 DRAW_MB = 50
 DRAW_HOLD_S = 60.0  # a drawing still counted after this long stops counting (a page run alone, as AppTest runs one)
