@@ -40,21 +40,35 @@ def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float) -> torch.Tensor:
     return gain * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
 
-def layer_weights(layer: Layer) -> LayerWeights:
-    """Dequantize one layer's seven matrices (3.5 M weights, 14 MB float32), transposed to x @ W."""
-    return LayerWeights(
-        w_query=layer.w_query.dequantize().T, w_key=layer.w_key.dequantize().T,
-        w_value=layer.w_value.dequantize().T, w_out=layer.w_out.dequantize().T,
-        w_gate=layer.w_gate.dequantize().T, w_up=layer.w_up.dequantize().T, w_down=layer.w_down.dequantize().T,
-    )  # fmt: skip
+def layer_weights(layer: Layer, out: torch.Tensor | None = None) -> LayerWeights:
+    """Dequantize one layer's seven matrices (3.5 M weights, 14 MB float32), transposed to x @ W.
+
+    out: a flat float32 buffer of `layer_numbers(layer)` numbers the matrices are written into (views of it, valid
+    until the buffer is written again): a run reuses one buffer for every layer (`Quantized.dequantize`)."""
+    matrices = (layer.w_query, layer.w_key, layer.w_value, layer.w_out, layer.w_gate, layer.w_up, layer.w_down)
+    if out is None:
+        return LayerWeights(*(w.dequantize().T for w in matrices))
+    views, at = [], 0
+    for w in matrices:
+        views.append(w.dequantize(out=out[at:]).T)
+        at += w.shape[0] * w.shape[1]
+    return LayerWeights(*views)
+
+
+def layer_numbers(layer: Layer) -> int:
+    """How many numbers `layer_weights` writes for the layer: the seven matrices' sizes."""
+    matrices = (layer.w_query, layer.w_key, layer.w_value, layer.w_out, layer.w_gate, layer.w_up, layer.w_down)
+    return sum(w.shape[0] * w.shape[1] for w in matrices)
 
 
 def unembed(model: Model, x: torch.Tensor) -> torch.Tensor:
-    """logits = x @ embedding^T, the tied table dequantized UNEMBED_CHUNK rows at a time: (T, d) -> (T, V)."""
+    """logits = x @ embedding^T, the tied table dequantized UNEMBED_CHUNK rows at a time into one buffer:
+    (T, d) -> (T, V)."""
     out = torch.empty(x.shape[0], model.vocab_size)
+    chunk = torch.empty(UNEMBED_CHUNK * model.d_model)  # 1.2 MB, written again for each chunk of rows
     for start in range(0, model.vocab_size, UNEMBED_CHUNK):
         rows = slice(start, min(start + UNEMBED_CHUNK, model.vocab_size))
-        out[:, rows] = x @ model.embeddings.dequantize(rows).T  # (T, chunk)
+        out[:, rows] = x @ model.embeddings.dequantize(rows, out=chunk).T  # (T, chunk)
     return out
 
 
@@ -147,8 +161,10 @@ def run_ids(
     x = model.embeddings.dequantize(torch.tensor(ids))  # (T, d_model)
     hidden, kept = [x], []  # the residual stream; per layer (normed, queries, keys, values, weights, context)
     four_bit = packed.packed(model) if int4 and t == 1 and packed.available() else None  # a step's matrices
+    # else one buffer every layer's dequantized matrices are written into in turn
+    buffer = torch.empty(max(map(layer_numbers, model.layers))) if four_bit is None else None
     for i, layer in enumerate(model.layers):
-        w = layer_weights(layer) if four_bit is None else four_bit.layers[i]
+        w = layer_weights(layer, buffer) if four_bit is None else four_bit.layers[i]
         n = rms_norm(x, layer.attn_norm, model.eps)  # (T, d_model)
         if four_bit is None:
             queries, keys, values = (project(n, w.w_query, None, h), project(n, w.w_key, None, hk),

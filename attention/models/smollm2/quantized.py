@@ -31,23 +31,32 @@ class Quantized:
     def nbytes(self) -> int:
         return self.blocks.numel()
 
-    def dequantize(self, rows: slice | torch.Tensor | None = None) -> torch.Tensor:
+    def dequantize(self, rows: slice | torch.Tensor | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
         """w = d * q + m per block of 32 (Q4_1; q the 4-bit integers 0..15, low nibbles first), w = d * q (Q8_0;
-        q int8): float32 (out, in), or only the given rows. The same arithmetic as gguf's numpy dequantize."""
+        q int8): float32 (out, in), or only the given rows. The same arithmetic as gguf's numpy dequantize.
+
+        out: a flat float32 buffer with room for the result, which is written at its start and returned as a view
+        of it. A run that dequantizes matrix after matrix reuses one buffer: where glibc maps every block of 1 MiB
+        or more afresh (the server's allocator setting, `server._return_freed_memory`), a new 14 MB a layer was 14
+        MB of fresh pages to fault in, more time than the dequantizing (benchmarks/results/)."""
         b = self.blocks if rows is None else self.blocks[rows]
         n = b.shape[0]
         b = b.view(n, -1, _BLOCK_BYTES[self.kind])  # (n, in/32, block bytes)
+        size = n * self.shape[1]
+        if out is not None and (out.dtype != torch.float32 or out.dim() != 1 or out.numel() < size):
+            raise ValueError(f"out must be a flat float32 buffer of at least {size} numbers")
+        w = (torch.empty(size) if out is None else out[:size]).view(n, -1, 32)  # (n, in/32, 32)
         d = b[..., 0:2].contiguous().view(torch.float16)  # (n, in/32, 1)
         if self.kind == "Q4_1":
             m = b[..., 2:4].contiguous().view(torch.float16)  # (n, in/32, 1)
-            # weight j is the low nibble of byte j, weight j + 16 its high nibble: unpacked 8 bytes at a time
+            # weight j is the low nibble of byte j, weight j + 16 its high nibble: unpacked 8 bytes at a time,
+            # each half converted to float32 as it is written
             packed = b[..., 4:].contiguous().view(torch.int64)  # (n, in/32, 2)
-            low = (packed & _NIBBLES).view(torch.uint8)  # (n, in/32, 16)
-            high = ((packed >> 4) & _NIBBLES).view(torch.uint8)  # (n, in/32, 16)
-            w = torch.cat((low, high), dim=-1).float()  # (n, in/32, 32) the integers 0..15
+            w[..., :16] = (packed & _NIBBLES).view(torch.uint8)  # the integers 0..15
+            w[..., 16:] = ((packed >> 4) & _NIBBLES).view(torch.uint8)
             w.mul_(d).add_(m)  # d * q + m, multiplied then added (not fused): gguf's float32 numbers exactly
         else:
-            w = b[..., 2:].contiguous().view(torch.int8).float()  # (n, in/32, 32)
+            w.copy_(b[..., 2:].view(torch.int8))  # (n, in/32, 32)
             w.mul_(d)
         return w.view(n, self.shape[1])  # (n, in)
 

@@ -127,6 +127,27 @@ def test_dequantization_equals_ggufs_own_and_ours_puts_rope_rows_in_llamas_order
     assert torch.equal(model.embeddings.dequantize(rows), torch.from_numpy(dequantize(t.data[rows], t.tensor_type)))
 
 
+def test_dequantizing_into_a_reused_buffer_gives_the_same_numbers_as_views_of_it(model: smollm2.Model) -> None:
+    layer = model.layers[3]
+    buffer = torch.full((smollm2.layer_numbers(layer) + 5,), float("nan"))
+    fresh, reused = smollm2.layer_weights(layer), smollm2.layer_weights(layer, buffer)
+    for name in ("w_query", "w_key", "w_value", "w_out", "w_gate", "w_up", "w_down"):
+        a, b = getattr(fresh, name), getattr(reused, name)
+        assert torch.equal(a, b), name
+        assert b.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr()  # written in place, no copy
+    assert not buffer[: smollm2.layer_numbers(layer)].isnan().any() and buffer[-5:].isnan().all()  # exactly filled
+    # the next layer overwrites the same buffer: the views now read layer 4's matrices
+    smollm2.layer_weights(model.layers[4], buffer)
+    assert torch.equal(reused.w_down, model.layers[4].w_down.dequantize().T)
+    rows = slice(100, 612)  # the tied Q8_0 table, as the unembedding reads it
+    chunk = torch.empty(512 * model.d_model)
+    assert torch.equal(model.embeddings.dequantize(rows, out=chunk), model.embeddings.dequantize(rows))
+    with pytest.raises(ValueError, match="at least"):
+        layer.w_up.dequantize(out=torch.empty(10))
+    with pytest.raises(ValueError, match="float32"):
+        layer.w_up.dequantize(out=torch.empty(layer.w_up.shape[0] * layer.w_up.shape[1], dtype=torch.float64))
+
+
 def test_llama_cpps_adjacent_pair_rope_on_stored_rows_gives_the_same_scores(model: smollm2.Model) -> None:
     """The convention the file stores: llama.cpp turns pairs (2i, 2i+1) of its row order. Rotate-half on the rows
     put back in Llama's order gives the very same scores."""
