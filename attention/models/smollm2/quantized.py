@@ -46,9 +46,9 @@ class Quantized:
         if out is not None and (out.dtype != torch.float32 or out.dim() != 1 or out.numel() < size):
             raise ValueError(f"out must be a flat float32 buffer of at least {size} numbers")
         w = (torch.empty(size) if out is None else out[:size]).view(n, -1, 32)  # (n, in/32, 32)
-        d = b[..., 0:2].contiguous().view(torch.float16)  # (n, in/32, 1)
+        d = _half(b, 0)  # (n, in/32, 1) float16
         if self.kind == "Q4_1":
-            m = b[..., 2:4].contiguous().view(torch.float16)  # (n, in/32, 1)
+            m = _half(b, 1)  # (n, in/32, 1)
             # weight j is the low nibble of byte j, weight j + 16 its high nibble: unpacked 8 bytes at a time,
             # each half converted to float32 as it is written
             packed = b[..., 4:].contiguous().view(torch.int64)  # (n, in/32, 2)
@@ -59,6 +59,14 @@ class Quantized:
             w.copy_(b[..., 2:].view(torch.int8))  # (n, in/32, 32)
             w.mul_(d)
         return w.view(n, self.shape[1])  # (n, in)
+
+
+def _half(b: torch.Tensor, k: int) -> torch.Tensor:
+    """The k-th float16 number of every block of (n, blocks, block bytes) uint8 (Q4_1's d is 0 and m 1, Q8_0's d
+    0): (n, blocks, 1), read as 2-byte numbers (copied out byte by byte it was a third of the unembedding's time)."""
+    if b.storage_offset() % 2 or b.stride(1) % 2:  # pragma: no cover - GGUF aligns tensors to 32 bytes
+        return b[..., 2 * k : 2 * k + 2].contiguous().view(torch.float16)
+    return b.view(torch.int16)[..., k : k + 1].contiguous().view(torch.float16)
 
 
 def _matrix(tensor) -> Quantized | torch.Tensor:

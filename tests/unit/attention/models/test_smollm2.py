@@ -306,6 +306,36 @@ def test_a_packed_product_is_float32s_and_the_weights_stay_4_bit(model: smollm2.
     )  # fmt: skip
 
 
+def test_packed_products_in_threads_at_once_each_get_their_own_corrections(model: smollm2.Model) -> None:
+    """The corrections are written into the matrix's shared table for one kernel call, under its lock, and cleared:
+    steps of several sessions at once give each the numbers it would get alone, and leave the table as packed."""
+    import threading
+
+    from attention.models.smollm2 import packed
+
+    p = packed.pack(model.layers[2].w_down)
+    table = [t.clone() for t in p.scale_zeros]
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(1, p.shape[1], generator=g) * s for s in (1e-2, 1.0, 40.0, 3.0)]
+    alone = [packed.matvec(x, p) for x in xs]
+    wrong, start = [], threading.Barrier(len(xs))
+
+    def work(k: int) -> None:
+        start.wait()
+        for _ in range(25):
+            if not torch.equal(packed.matvec(xs[k], p), alone[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+    assert all(torch.equal(a, b) for a, b in zip(p.scale_zeros, table, strict=True))  # extra zeros back to 0
+    assert not p.writing.locked()
+
+
 def test_a_packed_step_equals_a_dequantized_step(
     model: smollm2.Model, runs: dict[str, tuple[smollm2.Prompt, smollm2.Run]]
 ) -> None:
