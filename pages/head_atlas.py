@@ -15,6 +15,7 @@ from attention.lessons.atlas import (
 )
 from ui.views import atlas
 
+vega = ui.charts.preload()  # a fresh tab fetches Vega's scripts while the server makes the atlas
 st.title("Head atlas")
 st.caption(
     "Every head of a real model at once: each one scored for what it does (reads the previous token, parks on the "
@@ -54,6 +55,7 @@ circuits = atlas.circuit_scores(model, source, text) if {x, y} & set(CIRCUIT_SCO
 x, y = (s if s in a.scores or s in circuits else next(k for k in offered if k in a.scores)
         for s in (x, y))  # a circuit score the server could not make now: an attention score instead  # fmt: skip
 table = atlas.frame(a, circuits)
+vega.empty()
 picked = atlas.scatter(table, x, y, colour)
 if picked is not None:
     atlas.open_head(model, *picked)
@@ -67,12 +69,16 @@ st.subheader("What the atlas says about the model")
 st.markdown("\n".join(f"- {s}" for s in findings(a)))
 st.caption("Computed from the scores above: change the input or the switch and these sentences change with them.")
 
-# closed until asked: its grid (Streamlit's heaviest element) is not drawn on the first screen (issue 45)
-with st.expander("Every score of every head: the table", icon=":material/table:"):
-    st.dataframe(table, hide_index=True, height=360, column_config={
-        k: st.column_config.NumberColumn(NAMES[k], format="%.1f" if k == "mean_distance" else "%.3f",
-                                         help=DEFINITIONS[k]) for k in [*a.scores, *circuits]})  # fmt: skip
-    st.caption("Click a column's name to sort by it.")
+# closed until asked, and sent only once opened (a rerun): its grid, Streamlit's heaviest element (1.2 MB of scripts
+# loaded lazily), is not on the first screen's clock (issue 45)
+table_box = st.expander("Every score of every head: the table", icon=":material/table:", key=atlas.TABLE_OPEN,
+                        on_change="rerun")  # fmt: skip
+if table_box.open:
+    with table_box:
+        st.dataframe(table, hide_index=True, height=360, column_config={
+            k: st.column_config.NumberColumn(NAMES[k], format="%.1f" if k == "mean_distance" else "%.3f",
+                                             help=DEFINITIONS[k]) for k in [*a.scores, *circuits]})  # fmt: skip
+        st.caption("Click a column's name to sort by it.")
 
 with st.expander("How each score is computed"):
     st.markdown(

@@ -26,6 +26,21 @@ pd = lazy("pandas")
 
 
 MIN_PLOT_HEIGHT = 100  # px: a plot lower than this reads as a flat strip (issue 32)
+VEGA_LOADED = "al:vega-loaded"  # session: a Vega chart has been drawn in this tab (its scripts are loaded)
+PRELOAD_KEY = "al-vega-preload"
+
+
+def preload() -> Any:
+    """At a page's top, for a chart that comes after seconds of computing: an empty Vega-Lite chart, hidden, on the
+    session's first run that draws one, so the browser fetches and compiles Vega's scripts (Streamlit loads them
+    lazily, on a page's first Vega element: 0.5 s and more in a fresh tab) while the server computes. Returns the slot
+    it is in: the page empties it before its first chart (benchmarks/bench_atlas_first_visit.py measures it)."""
+    slot = st.empty()
+    if not st.session_state.get(VEGA_LOADED):
+        with slot.container(key=PRELOAD_KEY):
+            st.html(f"<style>.st-key-{PRELOAD_KEY} {{ display: none; }}</style>")
+            st.vega_lite_chart({"mark": "point", "data": {"values": []}}, width="stretch")
+    return slot
 
 
 def chart(
@@ -49,6 +64,7 @@ def chart(
     columns are not what a reader should see (indices, flags).
     """
     url_before_figure()
+    st.session_state[VEGA_LOADED] = True  # this tab has Vega's scripts from now on: no `preload` needed
     name = chart_title(spec)
     spec = {**spec, "height": max(int(height), MIN_PLOT_HEIGHT), "autosize": {"type": "fit-x", "contains": "padding"},
             # a screen reader meets the chart by its name and finds its numbers in the table under it

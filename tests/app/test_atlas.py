@@ -15,13 +15,18 @@ from attention.lessons import atlas
 from harness import charts
 from harness.charts import open_page, set_widget
 from harness.fixtures import one_thread  # noqa: F401  (fixtures, one_thread autouse)
+from ui import charts as ui_charts
 from ui.state import MAX_CHARS
+from ui.views.atlas import TABLE_OPEN
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def page(**params: str) -> AppTest:
-    return open_page("head_atlas", timeout_s=300, **params)  # the corpus: every text through the model
+    at = open_page("head_atlas", timeout_s=300, **params)  # the corpus: every text through the model
+    assert not at.dataframe, "the table is sent before its expander is opened"
+    at.session_state[TABLE_OPEN] = True  # the table's expander opened: its grid sent (a rerun)
+    return at.run()
 
 
 def texts(at: AppTest) -> str:
@@ -151,3 +156,29 @@ def test_smollm2s_copying_score_and_direct_logit_attribution_are_axes_and_column
     assert "copying" in [o for o in at.selectbox(key="w:atlas_x").options]
     encoder = page(atlas_model="minilm", atlas_input="repeated")
     assert "copying" not in encoder.dataframe[0].value.columns
+
+
+def _preloading_page(draw: bool) -> None:
+    import streamlit as st
+
+    import ui
+
+    slot = ui.charts.preload()
+    st.markdown("computing")
+    if draw:
+        slot.empty()
+        ui.chart(None, {"mark": "point", "data": {"values": [{"a": 1}]}, "title": "A chart"}, height=120, key="c")
+
+
+def _vega_charts(at: AppTest) -> list:
+    return [n for n in charts._walk(at._tree) if getattr(n, "type", None) == "vega_lite_chart"]
+
+
+def test_a_fresh_tabs_first_run_preloads_vega_hidden_until_its_first_chart_and_never_again() -> None:
+    at = AppTest.from_function(_preloading_page, kwargs={"draw": False}).run()  # a run that stops before its chart
+    assert len(_vega_charts(at)) == 1, "no Vega chart drawn while the page computes"
+    assert any(ui_charts.PRELOAD_KEY in str(h.proto.body) for h in at.get("html")), "the preload is not hidden"
+    at = AppTest.from_function(_preloading_page, kwargs={"draw": True}).run()
+    assert [json.loads(n.proto.spec).get("title") for n in _vega_charts(at)] == ["A chart"], "the preload stayed"
+    at.run()  # the tab has Vega's scripts now: no preload on a later run
+    assert len(_vega_charts(at)) == 1

@@ -31,6 +31,7 @@ PAGES = {
     "smollm2": ("pages/chat_model.py", "Inside a chat model", "chat_layer", "chat_head"),
     "minilm": ("pages/real_model.py", "Real model", "layer", "head"),
 }
+TABLE_OPEN = "atlas:table"  # session: the table's expander is open (its grid is sent only then)
 LAYER_COLOURS = "viridis"
 GROUP_COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]
 
