@@ -91,7 +91,7 @@ def _kernel(a: torch.Tensor, p: Packed, which: int, zeros: torch.Tensor | None =
     groups' zero (the values a row subtracts where its extra input is 1) for this call only: written into the
     shared table under the matrix's lock and cleared after, so that a step running beside it never sees them."""
     sz = p.scale_zeros[which]
-    if zeros is None:  # the extra groups' zeros are 0 whenever the lock is free: these calls read no correction
+    if zeros is None:  # rows whose extra inputs are all 0: another call's corrections, written meanwhile, add 0
         return torch.ops.aten._weight_int4pack_mm_for_cpu(a, p.weight, BLOCK, sz)
     groups = sz.shape[0] - _EXTRA
     with p.writing:
