@@ -77,16 +77,20 @@ def poll(read: Callable[[], Any], done: Callable[[Any], bool], timeout_s: float 
     return value
 
 
+# A run has drawn the page and is over: Streamlit's script state reads "notRunning" before a page's first run too, and
+# a fresh server may start that run a while after the browser connects (its warm-up thread holds the GIL), so the
+# state alone passed before the page was drawn (the first test of a module, on its fresh server, failed in CI)
+RUN_OVER_JS = """() => document.querySelector('[data-testid="stApp"]')?.dataset.testScriptState === 'notRunning'
+    && document.querySelector('[data-testid="stMain"] [data-testid="stElementContainer"]') !== null
+    && document.querySelectorAll('[data-stale="true"]').length === 0
+    && !document.querySelector('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]')"""
+
+
 def settle(page, timeout: float = 60_000) -> None:
-    """Wait until Streamlit is connected, its script run is over and nothing on the page is stale."""
+    """Wait until Streamlit is connected, a script run has drawn the page and is over, and nothing on it is stale."""
     page.wait_for_selector(f'{APP}[data-test-connection-state="CONNECTED"]', timeout=timeout)
     page.wait_for_timeout(150)  # let a rerun that an interaction just asked for begin
-    page.wait_for_selector(f'{APP}[data-test-script-state="notRunning"]', timeout=timeout)
-    page.wait_for_function(
-        "() => document.querySelectorAll('[data-stale=\"true\"]').length === 0"
-        ' && !document.querySelector(\'[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]\')',
-        timeout=timeout,
-    )
+    page.wait_for_function(RUN_OVER_JS, timeout=timeout)
 
 
 def wait_for_charts(page, timeout: float = 30_000) -> int:
