@@ -10,20 +10,11 @@ import pytest
 
 from attention import Config, compute
 from attention.basics.config import MAX_TOKENS
-from browser.test_pages import RUN_OVER_JS
+from browser.test_pages import settle
 
 pytestmark = pytest.mark.browser
 
 WEIGHTS = ".al-heatmap[data-title='Softmax weights']"
-
-
-def settle(page) -> None:
-    """Connected, and a run has drawn the page and is over (`test_pages.RUN_OVER_JS`: the script state alone reads
-    "notRunning" before a fresh server's first run too)."""
-    app = '[data-testid="stApp"]'
-    page.wait_for_selector(f'{app}[data-test-connection-state="CONNECTED"]', timeout=60_000)
-    page.wait_for_timeout(150)
-    page.wait_for_function(RUN_OVER_JS, timeout=60_000)
 
 
 def drawn(page, count: int = 4, timeout: float = 60_000) -> None:

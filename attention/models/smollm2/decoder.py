@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from ...basics import masks, position
 from ...basics.core import apply_mask, expand, merge_heads, project, scores, softmax, split_heads
 from . import packed
+from .quantized import Quantized
 from .reader import NAME, Layer, Model
 from .tokens import Prompt, prompt
 
@@ -40,16 +41,19 @@ def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float) -> torch.Tensor:
     return gain * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
 
+def _matrices(layer: Layer) -> tuple[Quantized, ...]:
+    """The layer's seven matrices in `LayerWeights`' order."""
+    return (layer.w_query, layer.w_key, layer.w_value, layer.w_out, layer.w_gate, layer.w_up, layer.w_down)
+
+
 def layer_weights(layer: Layer, out: torch.Tensor | None = None) -> LayerWeights:
     """Dequantize one layer's seven matrices (3.5 M weights, 14 MB float32), transposed to x @ W.
 
     out: a flat float32 buffer of `layer_numbers(layer)` numbers the matrices are written into (views of it, valid
     until the buffer is written again): a run reuses one buffer for every layer (`Quantized.dequantize`)."""
-    matrices = (layer.w_query, layer.w_key, layer.w_value, layer.w_out, layer.w_gate, layer.w_up, layer.w_down)
-    if out is None:
-        return LayerWeights(*(w.dequantize().T for w in matrices))
+    out = torch.empty(layer_numbers(layer)) if out is None else out
     views, at = [], 0
-    for w in matrices:
+    for w in _matrices(layer):
         views.append(w.dequantize(out=out[at:]).T)
         at += w.shape[0] * w.shape[1]
     return LayerWeights(*views)
@@ -57,8 +61,7 @@ def layer_weights(layer: Layer, out: torch.Tensor | None = None) -> LayerWeights
 
 def layer_numbers(layer: Layer) -> int:
     """How many numbers `layer_weights` writes for the layer: the seven matrices' sizes."""
-    matrices = (layer.w_query, layer.w_key, layer.w_value, layer.w_out, layer.w_gate, layer.w_up, layer.w_down)
-    return sum(w.shape[0] * w.shape[1] for w in matrices)
+    return sum(w.shape[0] * w.shape[1] for w in _matrices(layer))
 
 
 def unembed(model: Model, x: torch.Tensor) -> torch.Tensor:
