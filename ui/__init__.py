@@ -9,6 +9,7 @@
     ui/heatmaps.py   every matrix, drawn by our canvas component (assets/heatmap.js)
     ui/charts.py     the Vega-Lite charts: bands over d_k, bars of one row
     ui/walkthroughs.py  the walkthrough of one query with its numbers, and step mode
+    ui/keys.py       a presenter's clicker and the elements that take no room (no torch: the course map's)
     ui/exports.py    downloads (CSV, JSON) and the code that reproduces a view
     ui/qr.py         a QR code for a link, made here (the poll's projector shows one)
     ui/views/        what one page draws and no other does, a module a page (ui/views/__init__.py lists them), with

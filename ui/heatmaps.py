@@ -17,6 +17,7 @@ import torch
 
 from assets import FIGURES, HEATMAP
 
+from .keys import ignore_event
 from .state import url_before_figure
 
 ANNOTATE_MAX = 16  # matrices up to 16 x 16 print their values in the cells
@@ -117,10 +118,6 @@ def decode_heatmap(payload: bytes) -> tuple[dict, torch.Tensor, torch.Tensor]:
     if header["blocked"]:
         flags = np.frombuffer(payload, dtype=np.uint8, count=r * c, offset=4 + n + 4 * r * c).astype(bool)
     return header, values, torch.from_numpy(flags.copy()).reshape(r, c)
-
-
-def ignore_event() -> None:
-    """The component's click callback: the click is read from its trigger value in the same run."""
 
 
 def pick_cell(

@@ -23,6 +23,7 @@ from attention import masks
 from attention.basics.config import SETTINGS
 from server.warmup import lazy
 
+from .keys import out_of_flow
 from .markup import labels, plain
 from .settings import B_SIDE, SPLIT_DERIVED
 from .state import (
@@ -36,7 +37,6 @@ from .state import (
     put,
     read_own_names,
 )
-from .walkthroughs import out_of_flow
 
 pd = lazy("pandas")  # imported at first use: the mask editor's table (server/warmup.py)
 

@@ -25,9 +25,9 @@ from attention.lessons import course
 from server.poll import PollError, PollQuestion, Unavailable
 
 from .. import join, qr, state
+from ..keys import out_of_flow
 from ..markup import plain
 from ..state import get, put
-from ..walkthroughs import out_of_flow
 from . import inventory
 from .poll_questions import asked, course_questions, demo_questions, from_course
 

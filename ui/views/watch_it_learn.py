@@ -24,7 +24,7 @@ from server.training import (
 )
 from server.warmup import lazy
 
-from .. import charts, state, walkthroughs
+from .. import charts, keys, state
 from ..charts import PALETTE
 from .watch_it_learn_settings import PREFIX
 
@@ -358,7 +358,7 @@ def clicker(job: Job | None) -> None:
     ss = st.session_state
     last = len(job.snapshots) - 1 if job is not None else -1
     shown = min(ss.get(SHOWN, 0), max(last, 0))
-    move = walkthroughs.clicks("timeline", shown, slider=TIMELINE)
+    move = keys.clicks("timeline", shown, slider=TIMELINE)
     if move and last >= 0:
         ss[PLAYING] = False
         ss[SHOWN] = min(max(shown + move, 0), last)

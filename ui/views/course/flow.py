@@ -15,9 +15,9 @@ from attention.lessons.course import Verdict
 from attention.lessons.course.toy import COUNTED_MASKS
 
 from ...heatmaps import pick_cell
+from ...keys import clicks
 from ...markup import plain
 from ...state import get, put
-from ...walkthroughs import clicks
 from ...widgets import pick, select, slider, text
 from .. import poll
 from .lessons import BY_ID, BY_PAGE, LESSONS, PLANS, Lesson
