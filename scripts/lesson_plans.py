@@ -5,8 +5,8 @@
 Each plan has the timing, the question as the course asks it on the default setting, what the lab computes there
 (computed now by the package, as the course does at the reveal), what to say at the reveal, a common wrong answer
 and why, the wrong answers the grade refuses, and the "now try" change; 50-minutes.md is the short route for a
-50-minute class (attention.lessons.course.SHORT_ROUTE). Rerun it after changing a lesson; a test checks the files are
-up to date.
+50-minute class (ui/views/course/outline.py's SHORT_ROUTE). Rerun it after changing a lesson; a test checks the files
+are up to date.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attention.lessons.course import SHORT_ROUTE, inputs_for
+from attention.lessons.course import inputs_for
 from ui.views import course
+from ui.views.course.outline import SHORT_ROUTE
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,10 +12,11 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import ui
-from attention.lessons.course import SHORT_ROUTE, inputs_for, reading
+from attention.lessons.course import inputs_for, reading
 from harness import charts
 from ui.views import course
 from ui.views.course import flow
+from ui.views.course.outline import SHORT_ROUTE
 
 ROOT = Path(__file__).resolve().parents[2]
 VEGA = "vega_lite_chart"

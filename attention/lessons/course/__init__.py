@@ -52,12 +52,6 @@ QUESTIONS = {
     )
 }  # fmt: skip
 
-# The short route for a 50-minute class (docs/course/50-minutes.md): seven lessons, 44 of the course's 84 minutes,
-# leaving six to open and close. It keeps the mechanism (lookup, scaling, masks, heads, positions) and the two that
-# make it real (the cache a chat model keeps, an induction head in a trained model); it leaves out the softmax's
-# doubling (the scaling lesson shows the same sharpening), cross-attention, FlashAttention, the encoder's sinks
-# (lesson 11 shows a sink too) and the training run and its circuit (they wait for a run of their own).
-SHORT_ROUTE = ("soft_lookup", "scaling", "masks", "multi_head", "position", "kv_cache", "chat_model")
 
 __all__ = [
     "DEFAULT_RUNNERS",
@@ -66,7 +60,6 @@ __all__ = [
     "QUESTIONS",
     "RUNS",
     "Reading",
-    "SHORT_ROUTE",
     "SWEEP_SEEDS",
     "Question",
     "Truth",

@@ -28,10 +28,10 @@ def test_the_lesson_plans_are_up_to_date():
 
 
 def test_the_short_route_fits_fifty_minutes_and_the_plans_link_it():
-    """The short route (attention.lessons.course.SHORT_ROUTE) is lessons of the course, in its order, within 50 minutes
+    """The short route (ui/views/course/outline.py) is lessons of the course, in its order, within 50 minutes
     with time to open and close; the plans' README marks them and links the 50-minute plan."""
-    from attention.lessons.course import SHORT_ROUTE
     from ui.views import course
+    from ui.views.course.outline import SHORT_ROUTE
 
     ids = [lesson.id for lesson in course.LESSONS]
     route = [course.BY_ID[i] for i in SHORT_ROUTE]

@@ -9,9 +9,7 @@ from attention.lessons.course import QUESTIONS
 
 from ... import state
 from .flow import (
-    PAGE,
     STAGE,
-    TITLE,
     Answer,
     course_map,
     current,
@@ -22,6 +20,7 @@ from .flow import (
     progress,
 )
 from .lessons import BY_ID, BY_PAGE, LESSONS, PLANS, Lesson
+from .outline import OUTLINE, PAGE, SHORT_ROUTE, TITLE
 from .runs import RUNS
 
 SETTINGS = {
@@ -37,6 +36,6 @@ SETTINGS = {
 }  # fmt: skip
 state.register("course", SETTINGS)
 
-__all__ = ["BY_ID", "BY_PAGE", "LESSONS", "PAGE", "PLANS", "RUNS", "SETTINGS", "STAGE", "TITLE", "Answer",
-           "Lesson", "course_map", "current", "follow_link", "lesson_defaults", "lesson_link", "lesson_view",
-           "progress"]  # fmt: skip
+__all__ = ["BY_ID", "BY_PAGE", "LESSONS", "OUTLINE", "PAGE", "PLANS", "RUNS", "SETTINGS", "SHORT_ROUTE", "STAGE",
+           "TITLE", "Answer", "Lesson", "course_map", "current", "follow_link", "lesson_defaults", "lesson_link",
+           "lesson_view", "progress"]  # fmt: skip

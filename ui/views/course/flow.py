@@ -20,11 +20,11 @@ from ...markup import plain
 from ...state import get, put
 from ...widgets import pick, select, slider, text
 from .. import poll
+from . import outline
 from .lessons import BY_ID, BY_PAGE, LESSONS, PLANS, Lesson
+from .outline import MARKS, PAGE, go
 from .runs import RUNS
 
-PAGE = "pages/course.py"
-TITLE = "Predict, then see: a course through attention"
 STAGE = "course-stage"  # the container a clicker's press scrolls to the window's top
 FIGURE = "course-figure"  # the reveal's figure, apart from the words above it (its charts' toolbars)
 ANSWERS = "course:answers"  # session: lesson id -> Answer
@@ -34,8 +34,6 @@ SHOWN = "-"  # the link's `answer` at a reveal without a prediction
 WRITTEN = "course:written"  # session: (lesson, answer) as the last run left them, so as the link has them
 WAIT_TICK_S = 0.5  # a lesson waiting for its training run looks this often
 MAX_PILLS = 24  # a cell question offers its keys as pills up to this many, beyond as a list to search
-MARKS = {"right": "✓", "wrong": "✗", "seen": "◉"}  # not yet: ○ (plain glyphs: no emoji font needed)
-NOT_YET = "○"
 
 
 @dataclass(frozen=True)
@@ -135,12 +133,6 @@ def reveal(lesson: Lesson) -> None:
         _mark(lesson.id, "seen")
 
 
-def go(lesson_id: str) -> None:
-    st.session_state["course:problem"] = None
-    put("lesson", lesson_id)
-    put("answer", "")  # a lesson opens at its question
-
-
 def _forget(lesson: Lesson) -> None:
     st.session_state.setdefault(ANSWERS, {}).pop(lesson.id, None)
     st.session_state.setdefault(WAITING, {}).pop(lesson.id, None)
@@ -187,47 +179,12 @@ def _try(values: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------------ drawing
 def course_map() -> None:
     """The front door: the lessons in order with the learner's marks, and the way out to the pages."""
-    st.title(TITLE)
-    st.caption(
-        f"A course of {len(LESSONS)} short lessons through the lab. Each asks one question about your own sentence "
-        "before it shows the answer: commit to a guess, then see the lab compute it."
-    )
-    marks = progress()
-    route = _route()
-    top = st.container(horizontal=True, vertical_alignment="center")
-    first = next((lesson.id for lesson in route if lesson.id not in marks), route[0].id)
-    if clicks("course", -1) > 0:  # a presenter's PageDown on the map: the first lesson not done yet
-        go(first)
-        st.rerun()
-    top.button("Start the course" if not marks else "Continue", type="primary", key="co:start", on_click=go,
-               args=(first,))  # fmt: skip
-    top.page_link("pages/self_attention.py", label="Just explore: open Self-attention", icon=":material/explore:")
-    top.page_link("pages/inventory.py", label="Check what you know: before the course, and again after it",
-                  icon=":material/quiz:")  # fmt: skip
-    short = [BY_ID[i] for i in course.SHORT_ROUTE]
-    minutes = sum(lesson.minutes for lesson in short)
-    ways = st.container(horizontal=True, vertical_alignment="center")
-    if get("route") == "short":
-        ways.markdown(f"**The short route ★**: {len(short)} lessons, {minutes} min, for a 50-minute class. Next and "
-                      "PageDown go from one ★ lesson to the next.")  # fmt: skip
-        ways.button("Take the whole course", key="co:route", on_click=put, args=("route", "all"))
-    else:
-        ways.caption(f"A 50-minute class? The short route takes the {len(short)} lessons marked ★ ({minutes} min).")
-        ways.button("Take the short route ★", key="co:route", on_click=put, args=("route", "short"))
-    for k, lesson in enumerate(LESSONS):
-        row = st.container(horizontal=True, vertical_alignment="center", key=f"co-map-{lesson.id}")
-        mark = MARKS.get(marks.get(lesson.id, ""), NOT_YET)
-        row.button(f"{mark} {k + 1}. {lesson.title}", key=f"co:open:{lesson.id}", on_click=go, args=(lesson.id,))
-        star = " · ★ short route" if lesson.id in course.SHORT_ROUTE else ""
-        row.caption(f"{lesson.minutes} min · the page: {lesson.page_title}{star}")
-    st.caption("Your progress travels in this page's link (bookmark it to resume); the server keeps nothing about you.")
+    outline.course_map(progress(), short=get("route") == "short")
 
 
 def _route() -> tuple[Lesson, ...]:
     """The lessons a learner goes through in order: all, or the short route's (a 50-minute class)."""
-    if get("route") == "short":
-        return tuple(lesson for lesson in LESSONS if lesson.id in course.SHORT_ROUTE)
-    return LESSONS
+    return tuple(BY_ID[entry.id] for entry in outline.route(get("route") == "short"))
 
 
 def _after(k: int, step: int) -> str:

@@ -14,6 +14,7 @@ from attention.llm import kv_memory
 
 from . import figures, runs
 from .figures import n_tokens
+from .outline import ENTRY
 
 
 @dataclass(frozen=True)
@@ -112,58 +113,58 @@ def _seed_for_heads(i: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 Q = course.QUESTIONS
 LESSONS: tuple[Lesson, ...] = (
-    Lesson("soft_lookup", "The soft lookup", "pages/soft_lookup.py", "Soft lookup", 5,
+    Lesson(*ENTRY["soft_lookup"],
            "A dictionary returns the value of the one key that matches; attention returns every value at once, each "
            "scaled by how well its key matches. Every later lesson is this weighted average with another twist.",
            Q["soft_lookup"], figures.lookup, _next_token, ("sentence", "seed")),
-    Lesson("softmax", "Scores and the softmax", "pages/self_attention.py", "Self-attention", 5,
+    Lesson(*ENTRY["softmax"],
            "The softmax turns any row of scores into weights that are positive and sum to 1. How sharp they come out "
            "depends on the size of the gaps between the scores, not on the scores themselves.",
            Q["softmax"], figures.doubled, _repeat_word, ("sentence", "seed")),
-    Lesson("scaling", "Why divide by √d_k", "pages/scaling.py", "Why divide by √d_k", 7,
+    Lesson(*ENTRY["scaling"],
            "Wider queries and keys give bigger dot products. Unscaled, the softmax of a wide model turns into a hard "
            "max and stops learning; the √d_k in every transformer is what keeps it soft.",
            Q["scaling"], figures.scaling, _times_four, ("sentence", "d_k", "seed")),
-    Lesson("masks", "Masks", "pages/masks.py", "Masks and dropout", 5,
+    Lesson(*ENTRY["masks"],
            "A mask decides what each token may look at: a chat model must not read the future, a padded batch must "
            "not read its padding. It acts on the scores, so the weights it blocks are exactly zero.",
            Q["masks"], figures.masks, _window, ("sentence", "mask")),
-    Lesson("multi_head", "Several heads", "pages/multi_head.py", "Multi-head", 6,
+    Lesson(*ENTRY["multi_head"],
            "One head computes one weighted average; a model runs many side by side, each with its own projections, "
            "so each can look for something else.",
            Q["multi_head"], figures.heads, _more_heads, ("sentence", "heads", "seed")),
-    Lesson("position", "Where words are", "pages/position.py", "Position", 7,
+    Lesson(*ENTRY["position"],
            "Attention by itself sees a bag of words: shuffle them and each word gets the same context. Positions "
            "are what let a model tell 'dog bites man' from 'man bites dog'.",
            Q["position"], figures.position, _other_position, ("sentence", "position")),
-    Lesson("cross_attention", "Cross-attention", "pages/cross_attention.py", "Cross-attention", 5,
+    Lesson(*ENTRY["cross_attention"],
            "A translator's decoder asks questions of another sentence: queries from one, keys and values from the "
            "other. It is the general case; self-attention passes the same sentence twice.",
            Q["cross_attention"], figures.cross, _swap, ("sentence", "cross_sentence")),
-    Lesson("kv_cache", "Grouped-query heads and the KV cache", "pages/kv_cache.py", "KV cache", 6,
+    Lesson(*ENTRY["kv_cache"],
            "A chat model keeps every earlier token's keys and values so it computes one new row a step; that cache, "
            "not the weights, fills a GPU on long chats. Grouped-query heads share keys and values to shrink it.",
            Q["kv_cache"], figures.cache, _other_model, ("kv_model",)),
-    Lesson("flash_attention", "FlashAttention's tiles", "pages/flash_attention.py", "FlashAttention", 7,
+    Lesson(*ENTRY["flash_attention"],
            "The T × T scores of a long context do not fit in fast memory. FlashAttention visits them a tile at a time "
            "with a running max and sum, and still gets exactly the softmax.",
            Q["flash_attention"], figures.tiles, _bigger_block, ("sentence", "block_size")),
-    Lesson("real_model", "A real encoder's heads", "pages/real_model.py", "Real model", 8,
+    Lesson(*ENTRY["real_model"],
            "A trained model computes exactly what the toy pages compute, with learned weights. Its heads are not "
            "all reading: many park their weight on the special tokens, and a weight is not the same as an effect.",
            Q["real_model"], figures.encoder, _other_layer, ("sentence", "layer", "head")),
-    Lesson("chat_model", "A chat model's sinks and induction heads", "pages/chat_model.py", "Inside a chat model", 8,
+    Lesson(*ENTRY["chat_model"],
            "A chat model that has read a phrase once can continue it the second time: an induction head finds the "
            "earlier copy of the current token and reads what followed. Heads with nothing to read park their weight "
            "on the first token, which is why a cache that drops old tokens keeps the first.",
            Q["chat_model"], figures.induction, _next_copy, ("seed", "token")),
-    Lesson("watch_it_learn", "Watch one form", "pages/watch_it_learn.py", "Watch it learn", 8,
+    Lesson(*ENTRY["watch_it_learn"],
            "Training does not improve a model evenly: for many steps the loss barely moves, then a head finds the "
            "pattern and it falls off a cliff. The induction head of lesson 11 forms this way, in a model small "
            "enough to train while you watch.",
            Q["watch_it_learn"], figures.fall, _next_seed, ("train_seed",), ready=runs.training_wait,
            so_far=figures.fall_so_far),
-    Lesson("two_layers", "Why two layers?", "pages/watch_it_learn.py", "Watch it learn", 7,
+    Lesson(*ENTRY["two_layers"],
            "An induction head cannot work alone. To find the token after the earlier copy, its keys must know which "
            "token came before each of them, and a token's stream holds only its own token until a head of an "
            "earlier layer writes the one before into it. Two heads in two layers make one circuit: that is why the "
