@@ -5,10 +5,13 @@ folder-based navigation gives a file in pages/, so a share link opened on a fres
 server names the same page both ways (see `ui.ensure_frame`).
 """
 
+import functools
 import sys
 import threading
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -81,9 +84,14 @@ def run() -> None:
         st.session_state["al:preloaded"] = True
         with slot:
             assets.HEATMAP(key="al-preload", data=None)
-    import server
-    import ui
+        st.html("<style>.st-key-al-preload { display: none; }</style>")  # its place stays empty on a first screen
+    import ui  # its names load at their first use (torch): `import ui` itself is quick
 
+    if not ui.loaded() and first_screen(page):
+        return
+    import server
+
+    ui.load()
     server.start()  # once a process: the heaps' trimming and the warm-up of pandas and altair (server/__init__.py)
     slot.empty()
     ui.init_state()
@@ -91,6 +99,35 @@ def run() -> None:
         page.run()
     finally:  # however the run ends (drawn, stopped, a rerun asked): what it drew no longer waits to be allocated
         server.budget.drawn()
+
+
+def first_screen(page: st.Page) -> bool:
+    """A fresh server's front door, drawn before torch's import has ended (issue 45): a session's first run on the
+    bare address (what `streamlit run` opens) draws the course map from ui/views/course/outline.py, which imports no
+    torch, while the warm-up thread imports it. Returns whether it drew; the session's next run is the page's own,
+    and a click meanwhile waits for `ui` in its callback (`_loading`)."""
+    if page.url_path != "" or st.query_params or "al:first" in st.session_state:
+        return False
+    st.session_state["al:first"] = True
+    import ui.views.course.outline as outline  # not `from ui.views.course import`: that loads the course's lessons
+
+    outline.first_screen(_loading)
+    return True
+
+
+def _loading(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """A first screen's callback: `ui` loaded (waiting for torch's import if it has not ended) and the session's link
+    read, as every run of a page has them, before it acts."""
+
+    @functools.wraps(callback)
+    def run(*args: Any) -> Any:
+        import ui
+
+        ui.load()
+        ui.init_state()
+        return callback(*args)
+
+    return run
 
 
 def warm_up() -> None:
@@ -103,8 +140,9 @@ def warm_up() -> None:
     sys.setswitchinterval(min(switch, 0.0005))
     try:
         import server
-        import ui  # noqa: F401
+        import ui
 
+        ui.load()
         server.start()  # the heaps' trimming, and pandas and altair warmed once the first page is drawn
     finally:
         sys.setswitchinterval(switch)

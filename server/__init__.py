@@ -18,7 +18,9 @@ process (Community Cloud gives the whole app 690 MB), so these are process-wide,
                         page's drawing counts under the memory ceiling until the browser has taken it
 
 `start()` starts the process's background work (heap trimming, the warm-up); dashboard.py calls it once the
-packages are imported. Importing `server` (or `ui`) starts nothing.
+packages are imported. Importing `server` (or `ui`) starts nothing, and imports only server/warmup.py: the other
+modules (the budget imports torch) are imported where used, or at their first use as `server.<module>` (PEP 562),
+so that `ui` can tell whether its names are loaded (`warmup.ui_loaded`) before torch is.
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import importlib
+import importlib.util
 import logging
 import os
 import threading
+from types import ModuleType
 
-from . import budget, sending, warmup
+from . import warmup
 
 
 def _return_freed_memory() -> None:
@@ -59,6 +64,8 @@ def _trim_heaps(every_s: float = 5.0, stop: threading.Event | None = None) -> No
 
     def loop() -> None:
         while not stop.wait(every_s):
+            from . import budget
+
             for chore in list(budget.CHORES):  # what caches let go of when unused for long (`budget.chore`)
                 try:
                     chore()
@@ -87,6 +94,8 @@ def start() -> None:
     """The process's background work, once: its log lines on stderr, large blocks handed back when freed, the heaps
     trimmed every few seconds, what the imports built frozen out of the garbage collector, and pandas/altair warmed
     after the first page (server/warmup.py)."""
+    from . import sending
+
     _log_to_stderr()
     sending.install()  # a page's drawing counts under the memory ceiling until its messages are sent
     _return_freed_memory()
@@ -97,3 +106,10 @@ def start() -> None:
     # what the imports built takes it out of every collection; what the runs allocate is still collected.
     gc.freeze()
     warmup.warm_after(threading.current_thread())
+
+
+def __getattr__(name: str) -> ModuleType:
+    """`server.budget` after a bare `import server`: the module, imported now."""
+    if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module("." + name, __name__)

@@ -53,6 +53,9 @@ def warm(names: tuple[str, ...] = WARM) -> None:
 _started = threading.Event()
 # Set by ui.finish() at the end of every page's run: the first page of the first visitor has been drawn.
 page_drawn = threading.Event()
+# Set by ui.load() once `ui`'s names (torch, the package, every page's declarations) are imported: until then a
+# session's first run on the bare address draws the course map without them (dashboard.first_screen).
+ui_loaded = threading.Event()
 SCRIPT_THREAD = "ScriptRunner.scriptThread"  # Streamlit's name for the thread of a session's script run
 
 

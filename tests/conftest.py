@@ -63,3 +63,13 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     if fast_tier(config):
         return "the fast tier: tests/unit and tests/app, less the thorough group (pytest --all runs every tier)"
     return None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ui_loaded() -> None:
+    """The tests that run the dashboard in this process (AppTest) find `ui` loaded, as every run on a server after
+    its warm-up: whether a session's first run draws the first screen (dashboard.first_screen) then does not depend
+    on which test ran first. tests/app/test_first_screen.py tests that screen on its own."""
+    import ui
+
+    ui.load()

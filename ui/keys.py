@@ -5,6 +5,7 @@ map draws with these before torch has been imported on a fresh server (dashboard
     key_class     the CSS class Streamlit gives an element with a key
     out_of_flow   an element with a key taken out of the column's flow
     ignore_event  a component's callback whose event is read from its trigger value in the same run
+    PRESENTER_LABEL, PRESENTER_HELP  the presenter-mode switch's words (ui/widgets.py's `presenter_toggle`)
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import re
 import streamlit as st
 
 from assets import STEP_KEYS
+
+PRESENTER_LABEL = "Presenter mode"
+PRESENTER_HELP = (
+    "For a projector: hides the controls and enlarges the type. Open a link with ?present=true to start in it."
+)
 
 
 def ignore_event() -> None:

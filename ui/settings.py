@@ -14,6 +14,7 @@ from attention.basics.config import MAX_TOKENS, SETTINGS
 from attention.basics.params import Param
 
 from . import state
+from .keys import PRESENTER_LABEL
 
 STAGES = ("Embeddings", "Queries, keys, values", "Omega", "Scaling", "Mask", "Softmax", "Context")  # step mode
 # Left out (None) while the head layout is split: the dashboard's split layout is nn.MultiheadAttention's, which cuts
@@ -36,7 +37,7 @@ VIEW: dict[str, Param] = {
                       default=False),
     # Never in a link: presenter mode is the presenter's screen, not the view (a student who opens the presenter's
     # link gets the ordinary page); `?present=true` still opens it.
-    "present": Param("bool", "Presenter mode", "For a projector: hides the controls and enlarges the type. In the "
+    "present": Param("bool", PRESENTER_LABEL, "For a projector: hides the controls and enlarges the type. In the "
                      "link as present=true.", default=False),
     "preset": Param("choice", "Tutorial preset", "The tutorial whose setting and printed numbers are shown.",
                     default=next(iter(presets.PRESETS)), choices=tuple(presets.PRESETS)),

@@ -23,7 +23,7 @@ from attention import masks
 from attention.basics.config import SETTINGS
 from server.warmup import lazy
 
-from .keys import out_of_flow
+from .keys import PRESENTER_HELP, out_of_flow
 from .markup import labels, plain
 from .settings import B_SIDE, SPLIT_DERIVED
 from .state import (
@@ -306,21 +306,18 @@ def presenter_toggle() -> bool:
     gets the ordinary page, navigation and controls; `?present=true` still opens presenter mode.
     """
     on = bool(get("present"))
-    help_text = (
-        "For a projector: hides the controls and enlarges the type. Open a link with ?present=true to start in it."
-    )
     st.session_state[PRESENTER_BOX] = None
     if on:
         st.html(PRESENTER_CSS)
         row = st.container(horizontal=True, vertical_alignment="center", key="al-presenter")
-        toggle("present", container=row, help=help_text)
+        toggle("present", container=row, help=PRESENTER_HELP)
         with row.popover("Sentence", icon=":material/edit:"):
             boxes = st.container()  # the page's text controls add theirs here, above the caption
             st.caption(f"At most {MAX_CHARS:,} characters a box. Ctrl+Enter or a click outside the box applies it.")
         st.session_state[PRESENTER_BOX] = {"box": boxes, "names": set()}
         _presenter_text("sentence", PARAMS["sentence"].label or "sentence")
     else:
-        toggle("present", container=st.sidebar, help=help_text)
+        toggle("present", container=st.sidebar, help=PRESENTER_HELP)
     return on
 
 

@@ -242,12 +242,13 @@ def test_the_checks_catch_what_they_look_for(tmp_path: Path) -> None:
 
 
 def test_every_cache_in_ui_is_bounded() -> None:
-    caches = {name: f for name, f in vars(ui).items() if isinstance(f, CachedFunc)}
+    exported = {name: getattr(ui, name) for name in ui.__all__}  # `ui`'s names load at their first use
+    caches = {name: f for name, f in exported.items() if isinstance(f, CachedFunc)}
     assert caches
     for name, f in caches.items():
         assert f._info.max_entries, name
     assert ui.results._cached._info.ttl and ui.results._cached_large._info.ttl  # results also expire
-    for name, f in vars(ui).items():
+    for name, f in exported.items():
         if hasattr(f, "cache_info"):  # functools caches
             assert f.cache_info().maxsize is not None, name
 

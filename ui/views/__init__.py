@@ -18,21 +18,30 @@ Each page declares its URL settings beside its helper and registers them with `u
 helper itself (course/, inventory.py, poll.py, position.py), or in a settings module beside it (atlas_settings.py,
 chat_settings.py, llm_settings.py, model_settings.py, watch_it_learn_settings.py): declarations only, so that the
 registry fills without importing a helper that other pages must not import (model.py's readers) or that imports
-altair (llm.py). They are all imported here, and `import ui` imports this package, so the registry is whole before a
-session reads its link.
+altair (llm.py). `declare()` imports them all, and `ui.load()` (the first use of any `ui` name) calls it, so the
+registry is whole before a session reads its link. Importing this package imports none of them: the course map's
+module (course/outline.py) imports no torch, and draws a fresh server's first screen while torch is imported.
 """
 
-from . import (
-    atlas_settings,
-    chat_settings,
-    course,
-    inventory,
-    llm_settings,
-    model_settings,
-    poll,
-    position,
-    watch_it_learn_settings,
-)
+import importlib
+import importlib.util
+from types import ModuleType
 
-__all__ = ["atlas_settings", "chat_settings", "course", "inventory", "llm_settings", "model_settings", "poll",
-           "position", "watch_it_learn_settings"]  # fmt: skip
+# the modules that declare the pages' settings (the course's in its package's settings module)
+# (in the order in which they have always registered: a link's parameters are written in it)
+DECLARING = ("atlas_settings", "chat_settings", "inventory", "poll", "watch_it_learn_settings", "course.settings",
+             "llm_settings", "model_settings", "position")  # fmt: skip
+
+
+def declare() -> None:
+    """Import every page's declarations: `ui.load()` calls it before a session reads its link."""
+    for name in DECLARING:
+        importlib.import_module("." + name, __name__)
+
+
+def __getattr__(name: str) -> ModuleType:
+    """`from ui.views import poll`: the page's helper, with every page's declarations (as `import ui` gave it)."""
+    if name.startswith("_") or importlib.util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    declare()
+    return importlib.import_module("." + name, __name__)

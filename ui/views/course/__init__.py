@@ -1,41 +1,56 @@
 """The course: a path through the lab's pages, each lesson asking before it shows (predict, then see).
 
-The page (pages/course.py), the other pages' links to their lessons and the tests use the names re-exported here,
-and the course's settings (where a learner is in it) are declared here.
+The page (pages/course.py), the other pages' links to their lessons and the tests use the names re-exported here;
+the course's settings (where a learner is in it) are declared in settings.py. The names are imported at their first
+use (PEP 562), with every page's declarations, so that the course's outline (outline.py: its lessons' titles and
+minutes, and the map drawn from them) imports no torch: a fresh server draws the map while torch is imported.
 """
 
-from attention.basics.params import Param
-from attention.lessons.course import QUESTIONS
+from __future__ import annotations
 
-from ... import state
-from .flow import (
-    STAGE,
-    Answer,
-    course_map,
-    current,
-    follow_link,
-    lesson_defaults,
-    lesson_link,
-    lesson_view,
-    progress,
-)
-from .lessons import BY_ID, BY_PAGE, LESSONS, PLANS, Lesson
-from .outline import OUTLINE, PAGE, SHORT_ROUTE, TITLE
-from .runs import RUNS
+import importlib
+from typing import TYPE_CHECKING, Any
 
-SETTINGS = {
-    "lesson": Param("choice", "Lesson", "The course's lesson shown (map: the course's map).", default="map",
-                    choices=("map", *QUESTIONS)),
-    "progress": Param("text", "Progress", "The course's lessons done and how each prediction went, as "
-                      "lesson:right, lesson:wrong or lesson:seen joined by commas.", default=""),
-    "route": Param("choice", "Route", "The course's lessons taken in order: all, or the short route for a "
-                   "50-minute class.", default="all", choices=("all", "short")),
-    "answer": Param("text", "Answer", "Where the course's lesson stands: empty at its question, '-' at a reveal "
-                    "without a prediction, else the prediction committed (a reload or Back reopens that stage).",
-                    default=""),
-}  # fmt: skip
-state.register("course", SETTINGS)
+_BY_MODULE = {  # fmt: skip
+    ".flow": "STAGE Answer course_map current follow_link lesson_defaults lesson_link lesson_view progress",
+    ".outline": "OUTLINE PAGE SHORT_ROUTE TITLE",
+    ".lessons": "BY_ID BY_PAGE LESSONS PLANS Lesson",
+    ".runs": "RUNS",
+    ".settings": "SETTINGS",
+}
+_EXPORTS = {name: module for module, names in _BY_MODULE.items() for name in names.split()}
 
 __all__ = ["BY_ID", "BY_PAGE", "LESSONS", "OUTLINE", "PAGE", "PLANS", "RUNS", "SETTINGS", "SHORT_ROUTE", "STAGE",
            "TITLE", "Answer", "Lesson", "course_map", "current", "follow_link", "lesson_defaults", "lesson_link",
            "lesson_view", "progress"]  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .. import declare
+
+    declare()
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
+
+if TYPE_CHECKING:  # what the names are, for readers and tools that follow imports (a test keeps _BY_MODULE to it)
+    from .flow import (
+        STAGE,
+        Answer,
+        course_map,
+        current,
+        follow_link,
+        lesson_defaults,
+        lesson_link,
+        lesson_view,
+        progress,
+    )
+    from .lessons import BY_ID, BY_PAGE, LESSONS, PLANS, Lesson
+    from .outline import OUTLINE, PAGE, SHORT_ROUTE, TITLE
+    from .runs import RUNS
+    from .settings import SETTINGS

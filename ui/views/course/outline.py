@@ -1,6 +1,6 @@
 """The course's outline and its map: the lessons in order (title, page, minutes), the short route, and the map that
-lists them. No torch, no numpy of its own (ui/keys.py, ui/state.py): the course's page draws the map with the
-learner's marks (flow.py).
+lists them. No torch, no numpy: a fresh server draws the map (its front door) from this module while torch is still
+being imported (dashboard.py), and the course's page draws it with the learner's marks (flow.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from typing import Any, NamedTuple
 
 import streamlit as st
 
-from ...keys import clicks
+from assets import LINK_CHECK
+
+from ...keys import PRESENTER_HELP, PRESENTER_LABEL, clicks, ignore_event, out_of_flow
 from ...state import put
 
 PAGE = "pages/course.py"
@@ -113,3 +115,20 @@ def course_map(
         star = " · ★ short route" if entry.id in SHORT_ROUTE else ""
         row.caption(f"{entry.minutes} min · the page: {entry.page_title}{star}")
     st.caption("Your progress travels in this page's link (bookmark it to resume); the server keeps nothing about you.")
+
+
+def first_screen(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """What the course's page draws on a session's first run on the bare address (what `streamlit run` opens), from
+    this module alone: a fresh server draws it while torch is still imported (dashboard.py). The same elements as
+    pages/course.py's run: the presenter switch in the sidebar and the browser's link check (`ui.show_url_warnings`
+    on a link without parameters), then the map with no marks on the whole course. Every callback goes through wrap
+    (`ui` loaded and the session's link read first); the session's next run is the page's own."""
+    st.session_state["w:present"] = False
+    st.sidebar.toggle(PRESENTER_LABEL, key="w:present", on_change=wrap(_present), help=PRESENTER_HELP)
+    out_of_flow("al-link-check")
+    LINK_CHECK(key="al-link-check", data=None, on_dropped_change=ignore_event, height=0)
+    course_map({}, short=False, wrap=wrap)
+
+
+def _present() -> None:
+    put("present", bool(st.session_state["w:present"]))
