@@ -10,7 +10,6 @@ import sys
 import threading
 from collections.abc import Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -161,16 +160,15 @@ def start_warm_up() -> None:
 
 @asynccontextmanager
 async def lifespan(_app):
-    start_warm_up()  # served some other way (`uvicorn dashboard:app`): when the server starts
+    start_warm_up()  # when the server starts: `streamlit run`, or `uvicorn dashboard:app`
     yield None
 
 
 if __name__ == "__main__":  # a session's script run (Streamlit runs this file as __main__), or AppTest
     run()
 else:  # `streamlit run dashboard.py` imports this file to find `app` (st.App: the server, with a start-up hook)
-    # `streamlit run` has set sys.argv to this script and its arguments before importing it: the warm-up starts
-    # now, before the server does (earlier than the lifespan hook would run). A test that imports this
-    # file for PAGES starts nothing.
-    if Path(sys.argv[0]).resolve() == Path(__file__).resolve():
-        start_warm_up()
+    # The warm-up starts when the server does (the lifespan hook), not as the file is imported: torch's import then
+    # leaves the GIL to the server's own start and to the first screen, which needs no torch (0.36 s sooner to
+    # the first page, and sooner to the lesson a click there opens: benchmarks/results/2026-11-28-first-screen.md).
+    # A test that imports this file for PAGES starts nothing.
     app = st.App(__file__, lifespan=lifespan)
