@@ -1,0 +1,45 @@
+"""A fresh server's first screen in Chromium (issue 45): the address `streamlit run` opens, opened as soon as the
+server answers, shows the course map drawn before torch's import has ended (dashboard.first_screen), and a learner
+with a keyboard alone starts the course from it; axe finds nothing critical or serious on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.bench_startup import COURSE_MAP_JS
+from browser.test_accessibility import PROJECTOR, axe_source, serious_violations
+from harness import live_server
+
+LOG = Path(__file__).resolve().parents[2] / "artifacts" / "first-screen-server.log"
+FOCUSED = "() => document.activeElement.tagName + ':' + document.activeElement.innerText.trim()"
+
+
+def test_a_fresh_servers_first_screen_is_the_course_map_and_works_with_the_keyboard(browser, page_errors) -> None:
+    port = live_server.free_port()
+    try:
+        proc = live_server.start(port, LOG)
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        page = browser.new_page(viewport=PROJECTOR)
+        page.on("pageerror", lambda error: page_errors.append(str(error)))
+        page.goto(f"http://{live_server.LOOPBACK}:{port}/", wait_until="commit")
+        page.wait_for_function(COURSE_MAP_JS, timeout=120_000, polling=20)
+        # drawn by the first screen: the heatmap's preload is still in its slot (the page's own run empties it)
+        assert page.locator(".st-key-al-preload").count() == 1
+        assert page.locator(".st-key-w-present").count() == 1  # the sidebar's presenter switch, as ever
+        assert not serious_violations(page, axe_source())
+        for _ in range(60):
+            page.keyboard.press("Tab")
+            if page.evaluate(FOCUSED) == "BUTTON:Start the course":
+                break
+        assert page.evaluate(FOCUSED) == "BUTTON:Start the course"
+        page.keyboard.press("Enter")  # its callback waits for `ui` (torch) if the warm-up has not finished
+        page.get_by_role("button", name="Commit and see").wait_for(timeout=120_000)
+        assert "lesson=soft_lookup" in page.url
+        assert not page_errors, page_errors
+        page.close()
+    finally:
+        live_server.stop(proc)
