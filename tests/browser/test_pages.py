@@ -223,7 +223,10 @@ def test_root_is_the_course_map_with_just_explore_one_click_away(page, app_url, 
 def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, name):
     open_page(page, app_url, "self_attention")
     wait_for_charts(page)
-    before_value = int(slider(page, name).input_value())
+    # the box can read "0" for a moment while a run redraws the sidebar (seen in CI); neither setting's value on this
+    # page is 0 (seed 123, d_k at least 1), so the box is read until it shows one
+    before_value = poll(lambda: int(slider(page, name).input_value()), lambda v: v != 0, timeout_s=10)
+    assert before_value != 0
     before_charts, before_text = chart_texts(page), main_text(page)
 
     step_up(page, name)
@@ -235,7 +238,9 @@ def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, n
     settle(page)
     wait_for_charts(page)
 
-    assert int(slider(page, name).input_value()) == before_value + 1
+    assert poll(lambda: int(slider(page, name).input_value()), lambda v: v == before_value + 1, timeout_s=10) == (
+        before_value + 1
+    )
     after_charts = chart_texts(page)
     changed = [i for i, (a, b) in enumerate(zip(before_charts, after_charts, strict=False)) if a != b]
     assert changed, "no chart redrew"
