@@ -5,12 +5,9 @@ folder-based navigation gives a file in pages/, so a share link opened on a fres
 server names the same page both ways (see `ui.ensure_frame`).
 """
 
-import functools
 import sys
 import threading
-from collections.abc import Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import streamlit as st
 
@@ -102,31 +99,17 @@ def run() -> None:
 
 def first_screen(page: st.Page) -> bool:
     """A fresh server's front door, drawn before torch's import has ended (issue 45): a session's first run on the
-    bare address (what `streamlit run` opens) draws the course map from ui/views/course/outline.py, which imports no
-    torch, while the warm-up thread imports it. Returns whether it drew; the session's next run is the page's own,
-    and a click meanwhile waits for `ui` in its callback (`_loading`)."""
-    if page.url_path != "" or st.query_params or "al:first" in st.session_state:
-        return False
-    st.session_state["al:first"] = True
+    bare address (what `streamlit run` opens) runs the course's page, which draws the map from
+    ui/views/course/outline.py alone (no torch) while the warm-up thread imports torch. Drawn by the page itself, its
+    widgets are the page's (a clicker's press on it reaches the page's next run). Returns whether it drew; the
+    session's next run is the page's own, and a click meanwhile waits for `ui` in its callback."""
     import ui.views.course.outline as outline  # not `from ui.views.course import`: that loads the course's lessons
 
-    outline.first_screen(_loading)
+    if page.url_path != "" or st.query_params or outline.FIRST in st.session_state:
+        return False
+    st.session_state[outline.FIRST] = "asked"
+    page.run()
     return True
-
-
-def _loading(callback: Callable[..., Any]) -> Callable[..., Any]:
-    """A first screen's callback: `ui` loaded (waiting for torch's import if it has not ended) and the session's link
-    read, as every run of a page has them, before it acts."""
-
-    @functools.wraps(callback)
-    def run(*args: Any) -> Any:
-        import ui
-
-        ui.load()
-        ui.init_state()
-        return callback(*args)
-
-    return run
 
 
 def warm_up() -> None:

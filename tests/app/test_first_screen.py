@@ -55,7 +55,8 @@ def _first(monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
 
 
 def _drawn(node: Any) -> list[tuple]:
-    """The elements in order: their kind, key, label and value (a block's key and what it holds)."""
+    """The elements in order: their kind, key, label, value and a widget's id (a block's key and what it holds): the
+    ids must be the page's own, or a press on the first screen (the clicker's) would not reach the page's next run."""
     out: list[tuple] = []
     children = getattr(node, "children", None)
     if children is not None and type(node).__name__ in ("ElementTree", "Block", "SpecialBlock"):
@@ -67,7 +68,8 @@ def _drawn(node: Any) -> list[tuple]:
         value = str(node.value)
     except Exception:  # an element whose value AppTest cannot read
         value = None
-    return [*out, (node.type, getattr(node, "key", None), getattr(node, "label", None), value)]
+    element_id = getattr(node, "id", None) or getattr(getattr(node, "proto", None), "id", None) or None
+    return [*out, (node.type, getattr(node, "key", None), getattr(node, "label", None), value, element_id)]
 
 
 def test_the_first_screen_draws_the_course_map(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,8 +82,9 @@ def test_the_first_screen_draws_the_course_map(monkeypatch: pytest.MonkeyPatch) 
     first = _first(monkeypatch)
     screen = _drawn(first._tree)
     assert "al:first" in first.session_state
-    assert ("bidi_component", "al-preload", None, "{}") in screen
-    assert ("empty", None, None, "None") in page
+    assert [e[:4] for e in screen if e[1] == "al-preload"] == [("bidi_component", "al-preload", None, "{}")]
+    assert ("empty", None, None, "None", None) in page
+    assert any(e[1] == "keys:course" and e[4] for e in screen)  # the clicker's id is compared too
     assert [e for e in screen if e[:2] != ("bidi_component", "al-preload")] == [e for e in page if e[0] != "empty"]
     assert first.title[0].value == course.TITLE
     assert len([b for b in first.button if b.key.startswith("co:open:")]) == len(course.LESSONS)

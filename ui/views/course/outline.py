@@ -5,6 +5,7 @@ being imported (dashboard.py), and the course's page draws it with the learner's
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -19,6 +20,7 @@ PAGE = "pages/course.py"
 TITLE = "Predict, then see: a course through attention"
 MARKS = {"right": "✓", "wrong": "✗", "seen": "◉"}  # not yet: ○ (plain glyphs: no emoji font needed)
 NOT_YET = "○"
+FIRST = "al:first"  # session: "asked" by dashboard.py for the run that draws the first screen, then "drawn"
 
 
 class Entry(NamedTuple):
@@ -117,17 +119,36 @@ def course_map(
     st.caption("Your progress travels in this page's link (bookmark it to resume); the server keeps nothing about you.")
 
 
-def first_screen(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """What the course's page draws on a session's first run on the bare address (what `streamlit run` opens), from
-    this module alone: a fresh server draws it while torch is still imported (dashboard.py). The same elements as
-    pages/course.py's run: the presenter switch in the sidebar and the browser's link check (`ui.show_url_warnings`
-    on a link without parameters), then the map with no marks on the whole course. Every callback goes through wrap
-    (`ui` loaded and the session's link read first); the session's next run is the page's own."""
+def first_screen() -> bool:
+    """A fresh server's first screen, when dashboard.py asks for it (`FIRST`): what the course's page draws on a
+    session's first run on the bare address, from this module alone, while torch is still imported. The same elements
+    as the page's own run: the presenter switch in the sidebar and the browser's link check (`ui.show_url_warnings`
+    on a link without parameters), then the map with no marks on the whole course. Every callback loads `ui` and
+    reads the session's link first (`_loading`). Returns whether it drew (the page then draws nothing else)."""
+    if st.session_state.get(FIRST) != "asked":
+        return False
+    st.session_state[FIRST] = "drawn"
     st.session_state["w:present"] = False
-    st.sidebar.toggle(PRESENTER_LABEL, key="w:present", on_change=wrap(_present), help=PRESENTER_HELP)
+    st.sidebar.toggle(PRESENTER_LABEL, key="w:present", on_change=_loading(_present), help=PRESENTER_HELP)
     out_of_flow("al-link-check")
     LINK_CHECK(key="al-link-check", data=None, on_dropped_change=ignore_event, height=0)
-    course_map({}, short=False, wrap=wrap)
+    course_map({}, short=False, wrap=_loading)
+    return True
+
+
+def _loading(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """A first screen's callback: `ui` loaded (waiting for torch's import if it has not ended) and the session's link
+    read, as every run of a page has them, before it acts."""
+
+    @functools.wraps(callback)
+    def run(*args: Any) -> Any:
+        from ... import load, state
+
+        load()
+        state.init_state()
+        return callback(*args)
+
+    return run
 
 
 def _present() -> None:
