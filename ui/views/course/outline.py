@@ -83,7 +83,7 @@ def course_map(
 ) -> None:
     """The front door: the lessons in order with the learner's marks (lesson id -> right, wrong or seen), the route
     (short: the 50-minute class's), and the way out to the pages. wrap(callback) is what runs a button's callback
-    (a fresh server's first screen: `ui` loaded and the session's state read first, dashboard.py)."""
+    (the first screen's, `_loading`: `ui` loaded and the session's link read first)."""
     st.title(TITLE)
     st.caption(
         f"A course of {len(OUTLINE)} short lessons through the lab. Each asks one question about your own sentence "
