@@ -29,6 +29,7 @@ course's outline) imports without it, so that a fresh server draws its first scr
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from server import warmup
@@ -63,9 +64,8 @@ def load() -> None:
         return
     for module in _MODULES:
         importlib.import_module("." + module, __name__)
-    from . import views
-
-    views.declare()  # after ui/settings.py's: the registry in the order `import ui` always gave it
+    # after ui/settings.py's: the registry in the order `import ui` always gave it
+    importlib.import_module(".views", __name__).declare()
     warmup.ui_loaded.set()
 
 
@@ -75,11 +75,13 @@ def loaded() -> bool:
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS and name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    load()
-    module = importlib.import_module(_EXPORTS.get(name, "." + name), __name__)
-    return module if name in _MODULES else getattr(module, name)
+    if name in _EXPORTS or name in _MODULES:
+        load()
+        module = importlib.import_module(_EXPORTS.get(name, "." + name), __name__)
+        return module if name in _MODULES else getattr(module, name)
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module("." + name, __name__)  # another submodule (`ui.views`), as `import ui` gave it
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -147,3 +147,17 @@ def test_a_lazy_package_gives_the_names_its_imports_say(package: str) -> None:
     assert set(said) == lazy
     assert {name: getattr(module, name) for name in said} == said
     assert lazy <= set(module.__all__)
+
+
+def test_every_submodule_of_ui_is_reached_from_a_bare_import() -> None:
+    """`import ui` once imported every submodule, and code reaches them as attributes (`ui.views.poll`,
+    benchmarks/soak.py's `ui.views.watch_it_learn_settings`): with names loaded at first use, an attribute that is a
+    submodule is imported then, and a name that is neither still raises AttributeError."""
+    code = (
+        "import ui\n"
+        "print(ui.views.watch_it_learn_settings.PREFIX, ui.keys.clicks.__name__, ui.qr.__name__)\n"
+        "print(hasattr(ui, 'no_such_name'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["train_", "clicks", "ui.qr", "False"], out.stdout
