@@ -137,14 +137,17 @@ def first_screen() -> bool:
 
 
 def _loading(callback: Callable[..., Any]) -> Callable[..., Any]:
-    """A first screen's callback: `ui` loaded (waiting for torch's import if it has not ended) and the session's link
-    read, as every run of a page has them, before it acts."""
+    """A first screen's callback: the parameters' registry whole (waiting for torch's import if it has not ended) and
+    the session's link read, as every run of a page has them, before it acts."""
 
     @functools.wraps(callback)
     def run(*args: Any) -> Any:
-        from ... import load, state
+        # every parameter registered, in the order `ui.load()` registers them (the toy pages' first), then the link
+        # read: the page's next run loads the rest of `ui`
+        from ... import settings, state  # noqa: F401
+        from .. import declare
 
-        load()
+        declare()
         state.init_state()
         return callback(*args)
 
