@@ -1,9 +1,11 @@
 """A share link to an inner page, opened first on a freshly started server (this module's own server).
 
 With a pages/ folder beside dashboard.py, Streamlit starts in its older folder-based navigation
-and, until some session opens /, runs a deep-linked page file on its own. `ui.ensure_frame`
-reruns it inside dashboard.py; these tests would fail without that (file-name navigation,
-the link's settings dropped, "Page not found" for some paths).
+and, until some session has run `st.navigation`, runs a deep-linked page file on its own.
+dashboard.py's start-up hook sets Streamlit's flag before any session (`ui.ensure_frame` still
+reruns a page file run on its own inside dashboard.py); these tests would fail without that
+(file-name navigation, the page's title without the app's navigation, the link's settings
+dropped, "Page not found" for some paths).
 """
 
 from __future__ import annotations
@@ -18,7 +20,18 @@ from browser.test_pages import APP, assert_clean, chart_texts, open_page, slider
 pytestmark = pytest.mark.browser
 
 
+# Every heading drawn in the main column while the app's navigation is not on the page: a page file run on its own
+NO_NAVIGATION_JS = """() => { window.alWithoutNav = [];
+    new MutationObserver(() => {
+        const heading = document.querySelector('[data-testid="stMain"] h1');
+        if (heading && !document.querySelector('[data-testid="stSidebarNav"]'))
+            window.alWithoutNav.push(heading.textContent);
+    }).observe(document, {subtree: true, childList: true});
+}"""
+
+
 def test_first_visit_of_a_fresh_server_is_a_deep_link_with_settings(page, app_url, page_errors, shoot):
+    page.add_init_script(f"({NO_NAVIGATION_JS})()")
     open_page(page, app_url, "masks", "seed=7&mask=causal&d_k=8")
     wait_for_charts(page)
     shoot(page, "test_deep_link_masks_first")
@@ -31,6 +44,9 @@ def test_first_visit_of_a_fresh_server_is_a_deep_link_with_settings(page, app_ur
     assert "dashboard" not in nav.lower()
     assert "seed=7" in page.evaluate("window.location.search")
     assert any("−∞" in t or "0" in t for t in chart_texts(page))
+    # the first run is dashboard.py's: never the page's title alone, as the page file run on its own drew it while
+    # torch was imported (seconds), before its rerun inside the frame
+    assert page.evaluate("window.alWithoutNav") == []
     assert_clean(page, page_errors)
 
 
