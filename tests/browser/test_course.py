@@ -84,6 +84,27 @@ def test_pagedown_alone_runs_three_lessons_from_question_to_reveal(page, app_url
     assert_clean(page, page_errors)
 
 
+PHONE = {"width": 390, "height": 844}
+# every link's label, whole and inside the window: its text not cut (an ellipsis, a clipped box) nor past the edge
+CUT_LINKS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPageLink-NavLink"]')]
+    .filter(a => { const label = a.querySelector('[data-testid="stMarkdownContainer"]').parentElement;
+        return label.scrollWidth > label.clientWidth + 1 || a.getBoundingClientRect().right > window.innerWidth; })
+    .map(a => a.innerText)"""
+
+
+def test_the_maps_links_wrap_on_a_phone(page, app_url, page_errors, shoot):
+    """At a phone's 390 px the map's links keep their whole label inside the window (WCAG 1.4.10): Streamlit's one
+    line with an ellipsis lost the end of "Check what you know: before the course, and again after it"."""
+    page.set_viewport_size(PHONE)
+    open_page(page, app_url, "")
+    page.get_by_role("button", name="Start the course").wait_for()
+    links = page.locator('[data-testid="stMain"] [data-testid="stPageLink-NavLink"]')
+    assert links.count() >= 2
+    assert page.evaluate(CUT_LINKS_JS) == []
+    shoot(page, "test_course_map_phone")
+    assert_clean(page, page_errors)
+
+
 def test_each_map_entry_opens_its_lesson_and_the_page_link_goes_to_the_right_page(page, app_url, page_errors):
     page.set_viewport_size(PROJECTOR)
     for lesson in course.LESSONS:
