@@ -9,6 +9,7 @@ Playwright cannot download its own browsers here, so the system Chromium is used
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -18,9 +19,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOPBACK = "127.0.0.1"
@@ -118,6 +120,17 @@ def start(
             raise RuntimeError(f"streamlit did not answer /_stcore/health in {HEALTH_TIMEOUT_S} s:\n{log_tail(log)}")
         time.sleep(0.2)
     return proc
+
+
+@contextlib.contextmanager
+def serving(log: Path, **start_options: Any) -> Iterator[str]:
+    """A fresh server on a free port for the block (`start`'s options), stopped after it: yields its base URL."""
+    port = free_port()
+    proc = start(port, log, **start_options)
+    try:
+        yield f"http://{LOOPBACK}:{port}"
+    finally:
+        stop(proc)
 
 
 def stop(proc: subprocess.Popen) -> None:

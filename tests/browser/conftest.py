@@ -8,9 +8,10 @@ artifacts/screenshots/<test name>.png, and the server's log is in artifacts/stre
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,15 +48,26 @@ def browser(chromium_path: str):
 @pytest.fixture(scope="module")
 def app_url() -> Iterator[str]:
     """Base URL of the dashboard, served by `streamlit run dashboard.py` for the module's tests."""
-    port = live_server.free_port()
-    try:
-        proc = live_server.start(port, SERVER_LOG)
-    except RuntimeError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield f"http://{live_server.LOOPBACK}:{port}"
-    finally:
-        live_server.stop(proc)
+    with server_or_fail(SERVER_LOG) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def server_or_fail(log: Path) -> Iterator[str]:
+    """`live_server.serving(log)`: a fresh server for the block, failing the test (with the server log's tail) when
+    it does not start."""
+    with contextlib.ExitStack() as stack:
+        try:
+            base = stack.enter_context(live_server.serving(log))
+        except RuntimeError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        yield base
+
+
+@pytest.fixture
+def fresh_server() -> Callable[[Path], contextlib.AbstractContextManager[str]]:
+    """`server_or_fail`, for a test that needs a fresh server of its own (a first visit), or several in turn."""
+    return server_or_fail
 
 
 # Streamlit scrolls its main area and sidebar inside the window, so a "full page" screenshot would stop at

@@ -11,7 +11,6 @@ import pytest
 
 from benchmarks.bench_startup import COURSE_MAP_JS
 from browser.test_accessibility import PROJECTOR, axe_source, serious_violations
-from harness import live_server
 
 LOG = Path(__file__).resolve().parents[2] / "artifacts" / "first-screen-server.log"
 NAV_MENDED = "() => document.querySelector('ul[data-testid=\"stSidebarNavItems\"][role=none]') !== null"
@@ -19,18 +18,15 @@ FOCUSED = "() => document.activeElement.tagName + ':' + document.activeElement.i
 
 
 @pytest.mark.parametrize("keys", ["PageDown", "Tab, Enter"])
-def test_a_fresh_servers_first_screen_is_the_course_map_and_works_with_the_keyboard(browser, page_errors, keys):
+def test_a_fresh_servers_first_screen_is_the_course_map_and_works_with_the_keyboard(
+    browser, page_errors, keys, fresh_server
+):
     """A presenter's clicker (PageDown) or a keyboard alone (Tab to "Start the course", Enter) starts the course from
     the first screen: each on a fresh server of its own, the page opened as soon as the server answers."""
-    port = live_server.free_port()
-    try:
-        proc = live_server.start(port, LOG)
-    except RuntimeError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
+    with fresh_server(LOG) as base:
         page = browser.new_page(viewport=PROJECTOR)
         page.on("pageerror", lambda error: page_errors.append(str(error)))
-        page.goto(f"http://{live_server.LOOPBACK}:{port}/", wait_until="commit")
+        page.goto(f"{base}/", wait_until="commit")
         page.wait_for_function(COURSE_MAP_JS, timeout=120_000, polling=20)
         # drawn by the first screen: the heatmap's preload is still in its slot (the page's own run empties it)
         assert page.locator(".st-key-al-preload").count() == 1
@@ -51,5 +47,3 @@ def test_a_fresh_servers_first_screen_is_the_course_map_and_works_with_the_keybo
         assert "lesson=soft_lookup" in page.url
         assert not page_errors, page_errors
         page.close()
-    finally:
-        live_server.stop(proc)
