@@ -10,7 +10,6 @@ import threading
 from contextlib import asynccontextmanager
 
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
 
 import assets
 
@@ -144,13 +143,9 @@ def start_warm_up() -> None:
 
 @asynccontextmanager
 async def lifespan(_app):
-    # Every run goes through this file's st.navigation, a deep link's first one included. With a pages/ folder beside
-    # the entry script Streamlit starts in its older folder-based mode (`PagesManager` sets the flag when a session
-    # first makes one, unless it is set already) and runs a deep-linked page file on its own until some session has
-    # run st.navigation: that run drew the page's title with no navigation, waited for torch, then reran here
-    # (`ui.state.ensure_frame`). The flag is what st.navigation itself sets; set before any session, that run never
-    # happens (tests/browser/test_deep_link.py).
-    PagesManager.uses_pages_directory = False
+    from server import warmup  # no torch: the warm-up imports it
+
+    warmup.app_navigation()  # before any session: a deep link's first run is this file's too
     start_warm_up()  # when the server starts: `streamlit run`, or `uvicorn dashboard:app`
     yield None
 

@@ -106,8 +106,9 @@ def app_navigation() -> None:
     With a pages/ folder beside dashboard.py, Streamlit starts in its older folder-based navigation until some
     session's run calls `st.navigation` (which sets this flag): on a fresh server a deep link's first visit (the Head
     atlas from a share link) ran its page file alone, whose `ui.state.ensure_frame` then asked for a rerun through
-    dashboard.py: a run and a round trip more. Set once the warm-up has imported `ui` (a visit before that still
-    takes the rerun, ui/_frame.py)."""
+    dashboard.py: a run and a round trip more, and the page's title drawn without the app's navigation while the
+    run waited for torch. Set when the server starts (dashboard.py's start-up hook, before any session: `PagesManager`
+    sets the flag only where it is unset), and again by `warm_after` for a server started without that hook."""
     from streamlit.runtime.pages_manager import PagesManager
 
     PagesManager.uses_pages_directory = False  # what st.navigation itself sets
