@@ -41,8 +41,12 @@ from .state import (
 pd = lazy("pandas")  # imported at first use: the mask editor's table (server/warmup.py)
 
 
+MOVED = "al:moved"  # the parameters whose widget the learner has just set, until the run draws it (`_widget`)
+
+
 def _copy(name: str) -> None:
     put(name, st.session_state["w:" + name])
+    st.session_state.setdefault(MOVED, set()).add(name)
     _moved_on()
 
 
@@ -62,7 +66,14 @@ def _label(labels: dict[Any, str], option: Any) -> str:
 
 def _widget(factory: Callable, name: str, *args: Any, container: Any = None, label: str = "", **kw: Any) -> Any:
     key = "w:" + name
-    st.session_state[key] = get(name)
+    # The parameter's value into the widget, except in the run the learner's own move on it asked for: a value
+    # written goes to the browser as the value to show, and a run drawn while a key was pressed put the slider back,
+    # so quick arrow presses were lost. Written on every other run (a link, a lesson, "copy A to B" change the value;
+    # a widget drawn anew, elsewhere or with other bounds, starts from it).
+    moved = st.session_state.get(MOVED, set())
+    if name not in moved or st.session_state.get(key) != get(name):
+        st.session_state[key] = get(name)
+    moved.discard(name)
     if "format_func" in kw:
         # Streamlit keeps a widget's format_func for the session; one a page defines holds the page's globals,
         # its Result among them. Only the labels it gives for these options are kept.

@@ -263,3 +263,23 @@ def test_presenter_mode_is_one_switch_in_the_link() -> None:
     assert "present" not in at.query_params
     assert "w:present" in [t.key for t in at.sidebar.toggle]
     assert not [h for h in at.get("html") if "font-size: 20px" in h.proto.body]
+
+
+def test_a_run_sends_a_slider_the_value_to_show_only_where_the_page_changed_it():
+    """A run that sends a widget its value to show (`set_value`) puts the browser's widget back to it: sent every
+    run, the run a learner's arrow press asked for, drawn while the next press moved the slider, put it back and the
+    press was lost (four quick presses moved d_k three steps in Chromium). Not sent in the run the learner's own move
+    asked for; sent otherwise (a link, a lesson, "copy A to B" change the value; a widget drawn anew starts from it)."""
+    at = app(d_k="10")
+    slider = lambda: at.slider(key="w:d_k")  # noqa: E731
+    assert slider().value == 10
+    slider().set_value(11).run()  # the learner's move: the browser already shows it
+    assert at.session_state["p:d_k"] == 11 and slider().value == 11
+    assert not slider().proto.set_value
+    assert_shows_compute(at)
+    at.run()  # a run the move did not ask for: the value is sent again, the browser's own
+    assert slider().proto.set_value and slider().value == 11
+    at.session_state["p:d_k"] = 14  # the page's own value changed (a lesson, a link, "copy A to B" write it there)
+    at.run()
+    assert slider().value == 14 and slider().proto.set_value
+    assert_shows_compute(at)

@@ -249,6 +249,31 @@ def test_keyboard_slider_move_redraws_the_heatmaps(page, app_url, page_errors, n
     assert_clean(page, page_errors)
 
 
+def test_quick_arrow_presses_on_a_slider_all_count(page, app_url, page_errors):
+    """Presses of → a few tens of milliseconds apart, as a held key or a quick hand gives them, each move d_k a step,
+    and the page shows that d_k. Before, the run a press asked for sent the slider the value it was asked for, and
+    drawn while the next press moved it, put the slider back: a batch lost a press in one of three tries of this test,
+    quiet (ui/widgets.py `_widget`; the AppTest beside it checks the mechanism every time)."""
+    open_page(page, app_url, "self_attention", "d_k=10")
+    wait_for_charts(page)
+    box = slider(page, "d_k")
+    assert box.input_value() == "10"
+    want = 10
+    for gap in (30, 80, 150, 250):
+        box.focus()
+        for _ in range(4):
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(gap)
+        want += 4
+        settle(page)
+        page.wait_for_timeout(1_000)  # a lost press was a slider put back by a run's message: let any such run end
+        settle(page)
+        assert (box.input_value(), gap) == (str(want), gap)
+    wait_for_charts(page)
+    assert parse_qs(urlparse(page.url).query).get("d_k") == [str(want)], page.url
+    assert_clean(page, page_errors)
+
+
 # A heatmap's colour bar: the pixel at the middle of the bar, read back from the canvas (RGBA), for every heatmap.
 LEGEND_PIXELS_JS = """() => [...document.querySelectorAll('.al-heatmap[data-drawn]')].map(root => {
   const L = root.alState.layout, dpr = window.devicePixelRatio || 1;
