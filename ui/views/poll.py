@@ -357,6 +357,7 @@ def _asking(code: str, key: str, questions: Sequence[PollQuestion] | None) -> No
     if row.button("Ask", key="poll:ask", icon=":material/campaign:"):
         _guard(lambda: server.poll.shared().ask(code, key, make(picked)))
     _projector_live(code, key)
+    _downloads(code, key)
     st.caption(
         "Or step through the course in presenter mode from this tab (or another tab of this browser): each "
         "lesson's question is asked here as you reach it, and PageDown's reveal reaches every phone."
@@ -407,9 +408,15 @@ def _projector_split(code: str, key: str) -> None:
         st.success(f"The answer: **{plain(q.label(q.answer))}**")
     values = len(tally.rows())
     _split(tally, across=1 if values <= 2 else 2 if values <= 8 else 3)
+
+
+def _downloads(code: str, key: str) -> None:
+    """The room's counts, every question asked, made when clicked (not at each of the projector's ticks: two exports
+    a tick read every question's tally). Drawn by the page's run, not by the projector's refreshing fragment: each
+    of its ticks gave a button a new file id and dropped the old one, so a click just before a tick asked for a file
+    that was gone, and no download came (CI, a loaded machine)."""
     buttons = st.container(horizontal=True)
     for fmt, mime in (("csv", "text/csv"), ("json", "application/json")):
-        # made when clicked, not at each of the projector's ticks (two exports a tick read every question's tally)
         buttons.download_button(f"Counts ({fmt.upper()})", functools.partial(_export, code, key, fmt),
                                 f"poll-{code}.{fmt}", mime, key=f"poll:dl:{fmt}", on_click="ignore")  # fmt: skip
 
