@@ -414,7 +414,7 @@ def _downloads(code: str, key: str) -> None:
     """The room's counts, every question asked, made when clicked (not at each of the projector's ticks: two exports
     a tick read every question's tally). Drawn by the page's run, not by the projector's refreshing fragment: each
     of its ticks gave a button a new file id and dropped the old one, so a click just before a tick asked for a file
-    that was gone, and no download came (CI, a loaded machine)."""
+    that was gone, and no download came (CI, on d33b241)."""
     buttons = st.container(horizontal=True)
     for fmt, mime in (("csv", "text/csv"), ("json", "application/json")):
         buttons.download_button(f"Counts ({fmt.upper()})", functools.partial(_export, code, key, fmt),
