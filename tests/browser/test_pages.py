@@ -108,10 +108,19 @@ def wait_for_charts(page, timeout: float = 30_000) -> int:
     return page.locator(CHARTS).count()
 
 
+# presenter mode's style has reached the page: its larger type (ui/widgets.py PRESENTER_CSS, html { font-size: 20px })
+PRESENTER_STYLE_JS = "() => getComputedStyle(document.documentElement).fontSize === '20px'"
+
+
 def open_page(page, base: str, path: str = "", query: str = "") -> None:
-    """Open a page by its path in PAGES (the default page lives at /) and wait for its first run."""
+    """Open a page by its path in PAGES (the default page lives at /) and wait for its first run; with present=true,
+    also for presenter mode's style."""
     page.goto(f"{base}/{URL.get(path, path)}" + (f"?{query}" if query else ""))
     settle(page)
+    if "present=true" in query.split("&"):
+        # an st.html element, drawn once Streamlit's page has loaded its code: CI once read the sidebar of a presenter
+        # page 200 ms before the style came, with the run over and the charts drawn
+        page.wait_for_function(PRESENTER_STYLE_JS, timeout=30_000)
 
 
 # What a chart shows, as text: a Vega chart's text; a heatmap's title, size and the digest of the numbers it drew.
