@@ -41,12 +41,8 @@ from .state import (
 pd = lazy("pandas")  # imported at first use: the mask editor's table (server/warmup.py)
 
 
-MOVED = "al:moved"  # the parameters whose widget the learner has just set, until the run draws it (`_widget`)
-
-
 def _copy(name: str) -> None:
     put(name, st.session_state["w:" + name])
-    st.session_state.setdefault(MOVED, set()).add(name)
     _moved_on()
 
 
@@ -64,16 +60,25 @@ def _label(labels: dict[Any, str], option: Any) -> str:
     return labels.get(option, str(option))
 
 
+# How each factory `_widget` draws takes the value it starts from when it has no state of its own
+DEFAULT_ARG = {"selectbox": "index", "radio": "index", "segmented_control": "default"}
+
+
 def _widget(factory: Callable, name: str, *args: Any, container: Any = None, label: str = "", **kw: Any) -> Any:
     key = "w:" + name
-    # The parameter's value into the widget, except in the run the learner's own move on it asked for: a value
-    # written goes to the browser as the value to show, and a run drawn while a key was pressed put the slider back,
-    # so quick arrow presses were lost. Written on every other run (a link, a lesson, "copy A to B" change the value;
-    # a widget drawn anew, elsewhere or with other bounds, starts from it).
-    moved = st.session_state.get(MOVED, set())
-    if name not in moved or st.session_state.get(key) != get(name):
-        st.session_state[key] = get(name)
-    moved.discard(name)
+    value = get(name)
+    # The parameter's value goes to the widget only where it differs from what the widget holds (a link, a lesson,
+    # "copy A to B", a refused text change it): a value written goes to the browser as the value to show, and a run
+    # drawn while the learner moved the widget put it back (quick arrow presses were lost; a press on d_k during the
+    # run a press on heads asked for was undone while the page computed the press). Elsewhere the value is the
+    # widget's own start, used only where Streamlit holds no state for it: a widget drawn anew (elsewhere, with other
+    # bounds, or on another page) starts from the parameter, not from the widget's default.
+    if key not in st.session_state or st.session_state[key] != value:
+        st.session_state[key] = value
+    elif DEFAULT_ARG.get(factory) == "index":
+        kw["index"] = list(args[0]).index(value) if value in args[0] else None
+    else:
+        kw[DEFAULT_ARG.get(factory, "value")] = value
     if "format_func" in kw:
         # Streamlit keeps a widget's format_func for the session; one a page defines holds the page's globals,
         # its Result among them. Only the labels it gives for these options are kept.

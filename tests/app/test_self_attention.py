@@ -266,10 +266,10 @@ def test_presenter_mode_is_one_switch_in_the_link() -> None:
 
 
 def test_a_run_sends_a_slider_the_value_to_show_only_where_the_page_changed_it():
-    """A run that sends a widget its value to show (`set_value`) puts the browser's widget back to it: sent every
-    run, the run a learner's arrow press asked for, drawn while the next press moved the slider, put it back and the
-    press was lost (four quick presses moved d_k three steps in Chromium). Not sent in the run the learner's own move
-    asked for; sent otherwise (a link, a lesson, "copy A to B" change the value; a widget drawn anew starts from it)."""
+    """A run that sends a widget its value to show (`set_value`) puts the browser's widget back to it. Sent on every
+    run, the run a learner's arrow press asked for, drawn while the next press moved the slider, put it back (four
+    quick presses moved d_k three steps in Chromium); and the run a press on heads asked for put back a press on d_k
+    made meanwhile (CI's four-browser load test). Sent only where the page's value differs from the widget's."""
     at = app(d_k="10")
     slider = lambda: at.slider(key="w:d_k")  # noqa: E731
     assert slider().value == 10
@@ -277,9 +277,23 @@ def test_a_run_sends_a_slider_the_value_to_show_only_where_the_page_changed_it()
     assert at.session_state["p:d_k"] == 11 and slider().value == 11
     assert not slider().proto.set_value
     assert_shows_compute(at)
-    at.run()  # a run the move did not ask for: the value is sent again, the browser's own
-    assert slider().proto.set_value and slider().value == 11
+    at.slider(key="w:heads").set_value(2).run()  # another slider's move: d_k's is not sent again
+    assert not slider().proto.set_value and slider().value == 11
+    at.run()
+    assert not slider().proto.set_value and slider().value == 11
     at.session_state["p:d_k"] = 14  # the page's own value changed (a lesson, a link, "copy A to B" write it there)
     at.run()
     assert slider().value == 14 and slider().proto.set_value
     assert_shows_compute(at)
+
+
+def test_a_slider_drawn_with_other_bounds_starts_from_the_pages_value():
+    """A slider whose bounds change is another widget to Streamlit (no state of its own): it starts from the page's
+    value, not from its lowest (the padding slider's top is the sentence's length)."""
+    at = app(sentence="one two three four five six", padding="3", mask="padding")
+    at.switch_page("pages/masks.py").run()
+    assert at.slider(key="w:padding").value == 3
+    at.session_state["p:sentence"] = "one two three four five six seven"  # a longer sentence: a higher top
+    at.run()
+    assert not at.exception
+    assert at.slider(key="w:padding").value == 3 and at.session_state["p:padding"] == 3
